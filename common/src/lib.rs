@@ -1,0 +1,175 @@
+//! Types shared by rxsteer's kernel programs (`ebpf/`) and its userspace.
+//!
+//! Everything here is `#[repr(C)]` and plain data so the same bytes mean the same thing on both
+//! sides of a BPF map. The `user` feature adds `aya::Pod` so userspace can read the maps.
+//! `parse` is the one bounds-checked header walker; it is generic over where the bytes live, so
+//! host tests and fuzzers run exactly the logic the XDP programs run.
+#![no_std]
+
+pub mod parse;
+
+/// Traffic classes counted per packet. The discriminant is the index into [`RxStats`] arrays.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// TCP to or from one of the configured HTTP ports.
+    Http = 0,
+    /// TCP to or from one of the configured ZAP ports.
+    Zap = 1,
+    /// Any other TCP (including non-first fragments, whose ports are not visible).
+    OtherTcp = 2,
+    /// IPv4 or IPv6 that is not TCP (UDP, ICMP, ...).
+    OtherIp = 3,
+    /// Not IP at all (ARP, LLDP, ...).
+    NonIp = 4,
+    /// Truncated or invalid Ethernet, VLAN, IP or L4 header. Still passed.
+    Malformed = 5,
+}
+
+pub const N_CLASSES: usize = 6;
+pub const CLASS_NAMES: [&str; N_CLASSES] = ["http", "zap", "tcp", "ip", "non_ip", "malformed"];
+
+impl Class {
+    pub const ALL: [Class; N_CLASSES] = [
+        Class::Http,
+        Class::Zap,
+        Class::OtherTcp,
+        Class::OtherIp,
+        Class::NonIp,
+        Class::Malformed,
+    ];
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    pub const fn name(self) -> &'static str {
+        CLASS_NAMES[self as usize]
+    }
+}
+
+/// Values of the `PORT_CLASS` array map (one byte per TCP port).
+pub const PORT_NONE: u8 = 0;
+pub const PORT_HTTP: u8 = 1;
+pub const PORT_ZAP: u8 = 2;
+/// Entries of the `PORT_CLASS` map: one per TCP port number.
+pub const PORT_CLASS_ENTRIES: u32 = 65536;
+
+/// Per-CPU receive counters, one map entry (key 0): a single lookup per packet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxStats {
+    pub packets: [u64; N_CLASSES],
+    pub bytes: [u64; N_CLASSES],
+    /// Packets whose network header was IPv4 / IPv6 (any class but non-IP).
+    pub ipv4: u64,
+    pub ipv6: u64,
+    /// Packets that carried at least one 802.1Q / 802.1ad tag.
+    pub vlan: u64,
+}
+
+impl RxStats {
+    pub const ZERO: Self = Self {
+        packets: [0; N_CLASSES],
+        bytes: [0; N_CLASSES],
+        ipv4: 0,
+        ipv6: 0,
+        vlan: 0,
+    };
+
+    pub fn total_packets(&self) -> u64 {
+        self.packets.iter().sum()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+}
+
+/// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
+pub const N_SOFTIRQ: usize = 10;
+pub const SOFTIRQ_NAMES: [&str; N_SOFTIRQ] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+pub const SOFTIRQ_NET_TX: usize = 2;
+pub const SOFTIRQ_NET_RX: usize = 3;
+
+/// Per-CPU softirq accounting, one map entry (key 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoftirqStats {
+    /// Completed handler runs per vector.
+    pub count: [u64; N_SOFTIRQ],
+    /// Nanoseconds spent in the handler per vector.
+    pub ns: [u64; N_SOFTIRQ],
+    /// Entry timestamp of the run in progress (0 = none). Kernel-side scratch.
+    pub start_ns: [u64; N_SOFTIRQ],
+}
+
+impl SoftirqStats {
+    pub const ZERO: Self = Self {
+        count: [0; N_SOFTIRQ],
+        ns: [0; N_SOFTIRQ],
+        start_ns: [0; N_SOFTIRQ],
+    };
+}
+
+/// Buckets for `xdp_redirect_err` by errno; larger errnos land in the last bucket.
+pub const N_ERRNO: usize = 64;
+/// Buckets for `xdp_exception` by XDP action (ABORTED, DROP, PASS, TX, REDIRECT, other...).
+pub const N_XDP_ACTIONS: usize = 8;
+
+/// Per-CPU counters from the `xdp:*` tracepoints, one map entry (key 0).
+///
+/// cpumap work runs in a kernel thread on the target CPU, not in NET_RX softirq, and redirect
+/// failures show nowhere else: these are what make that work and those drops visible.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XdpTraceStats {
+    /// `xdp_cpumap_kthread`: batches run by the cpumap kthread on this CPU.
+    pub kthread_runs: u64,
+    pub kthread_processed: u64,
+    pub kthread_drops: u64,
+    /// Times the kthread yielded the CPU (`sched` argument).
+    pub kthread_sched: u64,
+    /// `xdp_cpumap_enqueue`: bulk flushes from this (source) CPU into some cpumap ring.
+    pub enqueue_batches: u64,
+    pub enqueue_frames: u64,
+    /// Frames dropped because the target ring was full.
+    pub enqueue_drops: u64,
+    /// `xdp_redirect_err`: all failures, and by errno (index = -err, clamped).
+    pub redirect_err: u64,
+    pub redirect_err_by_errno: [u64; N_ERRNO],
+    /// `xdp_exception`: by XDP action (index clamped to the last bucket).
+    pub exception_by_action: [u64; N_XDP_ACTIONS],
+}
+
+impl XdpTraceStats {
+    pub const ZERO: Self = Self {
+        kthread_runs: 0,
+        kthread_processed: 0,
+        kthread_drops: 0,
+        kthread_sched: 0,
+        enqueue_batches: 0,
+        enqueue_frames: 0,
+        enqueue_drops: 0,
+        redirect_err: 0,
+        redirect_err_by_errno: [0; N_ERRNO],
+        exception_by_action: [0; N_XDP_ACTIONS],
+    };
+
+    pub fn exceptions(&self) -> u64 {
+        self.exception_by_action.iter().sum()
+    }
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: all three are repr(C) structs of u64 fields and arrays with no padding.
+    unsafe impl aya::Pod for super::RxStats {}
+    unsafe impl aya::Pod for super::SoftirqStats {}
+    unsafe impl aya::Pod for super::XdpTraceStats {}
+}
+
+#[cfg(any(test, feature = "frames"))]
+pub mod frames;

@@ -1,0 +1,52 @@
+//! `rx_account`: observe-only XDP. Classifies every frame and counts packets and bytes per
+//! class on the CPU that received it. Always XDP_PASS, whatever it finds.
+use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
+use rxsteer_common::parse::{classify, Family, Verdict};
+
+use crate::{
+    maps::{PORT_CLASS, RX_STATS},
+    packet::XdpPacket,
+};
+
+#[xdp]
+pub fn rx_account(ctx: XdpContext) -> u32 {
+    let _ = try_rx_account(&ctx);
+    xdp_action::XDP_PASS
+}
+
+#[inline(always)]
+fn try_rx_account(ctx: &XdpContext) -> Result<(), ()> {
+    let pkt = XdpPacket::new(ctx);
+    let verdict = classify(&pkt, port_class);
+    count(&verdict, pkt.len() as u64)
+}
+
+#[inline(always)]
+pub fn port_class(port: u16) -> u8 {
+    PORT_CLASS.get(port as u32).copied().unwrap_or(0)
+}
+
+#[inline(always)]
+pub fn count(v: &Verdict, len: u64) -> Result<(), ()> {
+    let stats = RX_STATS.get_ptr_mut(0).ok_or(())?;
+    // SAFETY: per-CPU value of this CPU; XDP runs with preemption disabled.
+    let stats = unsafe { &mut *stats };
+    let i = v.class.index();
+    stats.packets[i] += 1;
+    stats.bytes[i] += len;
+    match v.family {
+        Family::V4 => stats.ipv4 += 1,
+        Family::V6 => stats.ipv6 += 1,
+        Family::None => {}
+    }
+    if v.vlan {
+        stats.vlan += 1;
+    }
+    Ok(())
+}
+
+/// The baseline for the ns/packet benchmark: the cheapest possible XDP program.
+#[xdp]
+pub fn xdp_pass(_ctx: XdpContext) -> u32 {
+    xdp_action::XDP_PASS
+}
