@@ -104,16 +104,18 @@ pub fn walk<P: Packet + ?Sized>(p: &P) -> Result<Headers, Malformed> {
 
 #[inline(always)]
 fn walk_ipv4<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malformed> {
-    let ver_ihl = byte(p, h.l3_off)?;
-    let ihl = (ver_ihl & 0x0f) as usize * 4;
-    if ver_ihl >> 4 != 4 || ihl < 20 {
+    // Fixed fields come from one checked 20-byte read: the verifier only trusts reads covered
+    // by a check on the same pointer, and the options check below has a variable offset.
+    let ip = p.bytes::<20>(h.l3_off).ok_or(Malformed)?;
+    let ihl = (ip[0] & 0x0f) as usize * 4;
+    if ip[0] >> 4 != 4 || ihl < 20 {
         return Err(Malformed);
     }
     // The whole header, options included, must be present.
     byte(p, h.l3_off + ihl - 1)?;
     h.family = Family::V4;
-    h.proto = byte(p, h.l3_off + 9)?;
-    let frag_offset = be16(p, h.l3_off + 6)? & 0x1fff;
+    h.proto = ip[9];
+    let frag_offset = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
     if frag_offset == 0 {
         h.ports = walk_l4(p, h.proto, h.l3_off + ihl)?;
     }
@@ -122,28 +124,32 @@ fn walk_ipv4<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
 
 #[inline(always)]
 fn walk_ipv6<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malformed> {
-    if byte(p, h.l3_off)? >> 4 != 6 {
+    let ip = p.bytes::<IPV6_HLEN>(h.l3_off).ok_or(Malformed)?;
+    if ip[0] >> 4 != 6 {
         return Err(Malformed);
     }
-    byte(p, h.l3_off + IPV6_HLEN - 1)?;
     h.family = Family::V6;
-    let mut next = byte(p, h.l3_off + 6)?;
+    let mut next = ip[6];
     let mut off = h.l3_off + IPV6_HLEN;
     let mut first_fragment = true;
     for _ in 0..MAX_IPV6_EXT_HEADERS {
+        if !matches!(next, 0 | 43 | 44 | 51 | 60) {
+            break;
+        }
+        // Every extension header is at least 8 bytes: read them in one check.
+        let ext = p.bytes::<8>(off).ok_or(Malformed)?;
         let len = match next {
-            // Hop-by-hop, routing, destination options: (len + 1) * 8 bytes.
-            0 | 43 | 60 => (byte(p, off + 1)? as usize + 1) * 8,
             // Fragment header: fixed 8 bytes; only the first fragment carries ports.
             44 => {
-                first_fragment = be16(p, off + 2)? >> 3 == 0;
+                first_fragment = u16::from_be_bytes([ext[2], ext[3]]) >> 3 == 0;
                 8
             }
             // Authentication header: (len + 2) * 4 bytes.
-            51 => (byte(p, off + 1)? as usize + 2) * 4,
-            _ => break,
+            51 => (ext[1] as usize + 2) * 4,
+            // Hop-by-hop, routing, destination options: (len + 1) * 8 bytes.
+            _ => (ext[1] as usize + 1) * 8,
         };
-        next = byte(p, off)?;
+        next = ext[0];
         off += len;
     }
     h.proto = next;
@@ -154,20 +160,26 @@ fn walk_ipv6<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
 }
 
 #[inline(always)]
-fn walk_l4<P: Packet + ?Sized>(p: &P, proto: u8, off: usize) -> Result<Option<(u16, u16)>, Malformed> {
+fn walk_l4<P: Packet + ?Sized>(
+    p: &P,
+    proto: u8,
+    off: usize,
+) -> Result<Option<(u16, u16)>, Malformed> {
+    let ports = |h: &[u8]| {
+        Some((
+            u16::from_be_bytes([h[0], h[1]]),
+            u16::from_be_bytes([h[2], h[3]]),
+        ))
+    };
     match proto {
         IPPROTO_TCP => {
-            let doff = (byte(p, off + 12)? >> 4) as usize * 4;
-            if doff < 20 {
+            let tcp = p.bytes::<20>(off).ok_or(Malformed)?;
+            if tcp[12] >> 4 < 5 {
                 return Err(Malformed);
             }
-            byte(p, off + 19)?;
-            Ok(Some((be16(p, off)?, be16(p, off + 2)?)))
+            Ok(ports(&tcp))
         }
-        IPPROTO_UDP => {
-            byte(p, off + 7)?;
-            Ok(Some((be16(p, off)?, be16(p, off + 2)?)))
-        }
+        IPPROTO_UDP => Ok(ports(&p.bytes::<8>(off).ok_or(Malformed)?)),
         _ => Ok(None),
     }
 }

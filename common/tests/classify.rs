@@ -20,12 +20,30 @@ fn class_of(bytes: &[u8]) -> Class {
 #[test]
 fn http_and_zap_by_destination_and_source_port() {
     for ip in [Ip::V4, Ip::V6] {
-        assert_eq!(class_of(Spec::tcp(ip, 40000, 8080).build().as_bytes()), Class::Http);
-        assert_eq!(class_of(Spec::tcp(ip, 8080, 40000).data(100).build().as_bytes()), Class::Http);
-        assert_eq!(class_of(Spec::tcp(ip, 40000, 9653).data(10).build().as_bytes()), Class::Zap);
-        assert_eq!(class_of(Spec::tcp(ip, 9653, 40000).build().as_bytes()), Class::Zap);
-        assert_eq!(class_of(Spec::tcp(ip, 40000, 22).build().as_bytes()), Class::OtherTcp);
-        assert_eq!(class_of(Spec::udp(ip, 40000, 8080).build().as_bytes()), Class::OtherIp);
+        assert_eq!(
+            class_of(Spec::tcp(ip, 40000, 8080).build().as_bytes()),
+            Class::Http
+        );
+        assert_eq!(
+            class_of(Spec::tcp(ip, 8080, 40000).data(100).build().as_bytes()),
+            Class::Http
+        );
+        assert_eq!(
+            class_of(Spec::tcp(ip, 40000, 9653).data(10).build().as_bytes()),
+            Class::Zap
+        );
+        assert_eq!(
+            class_of(Spec::tcp(ip, 9653, 40000).build().as_bytes()),
+            Class::Zap
+        );
+        assert_eq!(
+            class_of(Spec::tcp(ip, 40000, 22).build().as_bytes()),
+            Class::OtherTcp
+        );
+        assert_eq!(
+            class_of(Spec::udp(ip, 40000, 8080).build().as_bytes()),
+            Class::OtherIp
+        );
     }
 }
 
@@ -73,19 +91,37 @@ fn every_truncation_of_a_tcp_frame_is_malformed_until_the_tcp_header_is_whole() 
 fn invalid_headers_are_malformed() {
     let v4 = Spec::tcp(Ip::V4, 1, 8080).build();
     // IP version 5 in an IPv4 ethertype; IHL below 5; IHL pointing past the frame.
-    assert_eq!(class_of(v4.with_byte(14, 0x55).as_bytes()), Class::Malformed);
-    assert_eq!(class_of(v4.with_byte(14, 0x44).as_bytes()), Class::Malformed);
-    assert_eq!(class_of(v4.with_byte(14, 0x4f).as_bytes()), Class::Malformed);
+    assert_eq!(
+        class_of(v4.with_byte(14, 0x55).as_bytes()),
+        Class::Malformed
+    );
+    assert_eq!(
+        class_of(v4.with_byte(14, 0x44).as_bytes()),
+        Class::Malformed
+    );
+    assert_eq!(
+        class_of(v4.with_byte(14, 0x4f).as_bytes()),
+        Class::Malformed
+    );
     // TCP data offset below 5 words.
-    assert_eq!(class_of(v4.with_byte(14 + 20 + 12, 0x40).as_bytes()), Class::Malformed);
+    assert_eq!(
+        class_of(v4.with_byte(14 + 20 + 12, 0x40).as_bytes()),
+        Class::Malformed
+    );
     let v6 = Spec::tcp(Ip::V6, 1, 8080).build();
-    assert_eq!(class_of(v6.with_byte(14, 0x40).as_bytes()), Class::Malformed);
+    assert_eq!(
+        class_of(v6.with_byte(14, 0x40).as_bytes()),
+        Class::Malformed
+    );
 }
 
 #[test]
 fn non_first_ipv4_fragment_is_tcp_without_ports() {
     // Fragment offset 185 (x 8 bytes): ports are not in this packet.
-    let f = Spec::tcp(Ip::V4, 1, 8080).build().with_byte(14 + 6, 0x00).with_byte(14 + 7, 185);
+    let f = Spec::tcp(Ip::V4, 1, 8080)
+        .build()
+        .with_byte(14 + 6, 0x00)
+        .with_byte(14 + 7, 185);
     let h = walk(f.as_bytes()).unwrap();
     assert_eq!((h.proto, h.ports), (IPPROTO_TCP, None));
     assert_eq!(class_of(f.as_bytes()), Class::OtherTcp);

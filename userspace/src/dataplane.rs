@@ -1,0 +1,206 @@
+//! The only place programs are loaded, attached and detached. Detach is RAII: XDP goes through
+//! a bpf_link where the kernel has it, so even a SIGKILLed rxsteer leaves nothing attached
+//! once its file descriptors close.
+use anyhow::{anyhow, bail, Context, Result};
+use aya::{
+    maps::{Array, MapData, PerCpuArray},
+    programs::{RawTracePoint, Xdp, XdpMode},
+    Ebpf, EbpfLoader,
+};
+use rxsteer_common::{RxStats, SoftirqStats, XdpTraceStats, PORT_HTTP, PORT_ZAP};
+use serde::{Deserialize, Serialize};
+
+/// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time.
+pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_OBJ"));
+
+/// XDP programs in the object.
+pub const RX_ACCOUNT: &str = "rx_account";
+pub const XDP_PASS: &str = "xdp_pass";
+/// Raw tracepoint programs, each attached to the tracepoint of the same name.
+pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
+pub const XDP_TRACEPOINTS: [&str; 4] = [
+    "xdp_cpumap_kthread",
+    "xdp_cpumap_enqueue",
+    "xdp_redirect_err",
+    "xdp_exception",
+];
+
+/// Which TCP ports are which service.
+#[derive(Clone, Debug)]
+pub struct PortConfig {
+    pub http: Vec<u16>,
+    pub zap: Vec<u16>,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        Self {
+            http: vec![8080],
+            zap: vec![9653],
+        }
+    }
+}
+
+/// `--xdp-mode`: what the user asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpModeChoice {
+    /// Driver (native) mode if the driver supports it, else skb (generic) mode.
+    Auto,
+    Drv,
+    Skb,
+}
+
+/// The mode that actually ran; stored with every result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachedMode {
+    Drv,
+    Skb,
+}
+
+impl std::fmt::Display for AttachedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AttachedMode::Drv => "driver (native)",
+            AttachedMode::Skb => "skb (generic)",
+        })
+    }
+}
+
+pub struct Dataplane {
+    ebpf: Ebpf,
+}
+
+impl Dataplane {
+    /// Loads every program into the kernel (nothing attached yet) and writes the port classes.
+    pub fn load(ports: &PortConfig) -> Result<Self> {
+        let mut ebpf = EbpfLoader::new()
+            .load(EBPF_OBJECT)
+            .context("loading the eBPF object into the kernel")?;
+        {
+            let mut classes: Array<_, u8> = Array::try_from(map_mut(&mut ebpf, "PORT_CLASS")?)?;
+            for &p in &ports.http {
+                classes.set(p as u32, PORT_HTTP, 0)?;
+            }
+            for &p in &ports.zap {
+                classes.set(p as u32, PORT_ZAP, 0)?;
+            }
+        }
+        for name in [RX_ACCOUNT, XDP_PASS] {
+            xdp_mut(&mut ebpf, name)?
+                .load()
+                .with_context(|| format!("verifying XDP program {name}"))?;
+        }
+        for name in SOFTIRQ_TRACEPOINTS.iter().chain(&XDP_TRACEPOINTS) {
+            raw_tp_mut(&mut ebpf, name)?
+                .load()
+                .with_context(|| format!("verifying tracepoint program {name}"))?;
+        }
+        Ok(Self { ebpf })
+    }
+
+    /// Attaches the softirq and xdp:* tracepoint programs.
+    pub fn attach_tracepoints(&mut self) -> Result<()> {
+        for name in SOFTIRQ_TRACEPOINTS.iter().chain(&XDP_TRACEPOINTS) {
+            raw_tp_mut(&mut self.ebpf, name)?
+                .attach(name)
+                .map_err(|e| {
+                    anyhow!("this kernel has no usable tracepoint {name} (attach failed: {e})")
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Attaches XDP program `program` to `iface` in the requested mode.
+    pub fn attach_xdp(
+        &mut self,
+        program: &str,
+        iface: &str,
+        choice: XdpModeChoice,
+    ) -> Result<AttachedMode> {
+        let prog = xdp_mut(&mut self.ebpf, program)?;
+        let attach = |prog: &mut Xdp, mode: AttachedMode| {
+            let flags = match mode {
+                AttachedMode::Drv => XdpMode::Driver,
+                AttachedMode::Skb => XdpMode::Skb,
+            };
+            prog.attach(iface, flags)
+                .with_context(|| format!("attaching {program} to {iface} in {mode} mode"))
+        };
+        match choice {
+            XdpModeChoice::Drv => attach(prog, AttachedMode::Drv).map(|_| AttachedMode::Drv),
+            XdpModeChoice::Skb => attach(prog, AttachedMode::Skb).map(|_| AttachedMode::Skb),
+            XdpModeChoice::Auto => match attach(prog, AttachedMode::Drv) {
+                Ok(_) => Ok(AttachedMode::Drv),
+                Err(drv) => attach(prog, AttachedMode::Skb)
+                    .map(|_| AttachedMode::Skb)
+                    .map_err(|skb| anyhow!("{drv:#}; and then {skb:#}")),
+            },
+        }
+    }
+
+    /// An XDP program, for BPF_PROG_TEST_RUN.
+    pub fn xdp(&mut self, name: &str) -> Result<&mut Xdp> {
+        xdp_mut(&mut self.ebpf, name)
+    }
+
+    /// Moves the counter maps out so a sampler thread can own them; programs stay here.
+    pub fn take_counters(&mut self) -> Result<Counters> {
+        let mut take = |name: &str| {
+            self.ebpf
+                .take_map(name)
+                .ok_or_else(|| anyhow!("map {name} missing (or already taken)"))
+        };
+        Ok(Counters {
+            rx: PerCpuArray::try_from(take("RX_STATS")?)?,
+            softirq: PerCpuArray::try_from(take("SOFTIRQ_STATS")?)?,
+            xdp: PerCpuArray::try_from(take("XDP_TRACE")?)?,
+        })
+    }
+}
+
+/// Read side of the per-CPU counter maps. Vectors are indexed by possible-CPU id.
+pub struct Counters {
+    rx: PerCpuArray<MapData, RxStats>,
+    softirq: PerCpuArray<MapData, SoftirqStats>,
+    xdp: PerCpuArray<MapData, XdpTraceStats>,
+}
+
+impl Counters {
+    pub fn rx(&self) -> Result<Vec<RxStats>> {
+        Ok(self.rx.get(&0, 0)?.iter().copied().collect())
+    }
+
+    pub fn softirq(&self) -> Result<Vec<SoftirqStats>> {
+        Ok(self.softirq.get(&0, 0)?.iter().copied().collect())
+    }
+
+    pub fn xdp_trace(&self) -> Result<Vec<XdpTraceStats>> {
+        Ok(self.xdp.get(&0, 0)?.iter().copied().collect())
+    }
+}
+
+fn map_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut aya::maps::Map> {
+    ebpf.map_mut(name)
+        .ok_or_else(|| anyhow!("map {name} missing from the eBPF object"))
+}
+
+fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
+    match prog.try_into() {
+        Ok(p) => Ok(p),
+        Err(_) => bail!("program {name} is not an XDP program"),
+    }
+}
+
+fn raw_tp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut RawTracePoint> {
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
+    match prog.try_into() {
+        Ok(p) => Ok(p),
+        Err(_) => bail!("program {name} is not a raw tracepoint program"),
+    }
+}

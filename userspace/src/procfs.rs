@@ -1,0 +1,218 @@
+//! What the kernel already counts, read from /proc: softnet_stat per CPU, /proc/softirqs, and
+//! the run time of the kernel threads that do receive work outside softirq (cpumap kthreads
+//! and threaded NAPI), which softirq accounting alone would miss.
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One row of /proc/net/softnet_stat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Softnet {
+    pub processed: u64,
+    pub dropped: u64,
+    pub time_squeeze: u64,
+    pub received_rps: u64,
+    pub flow_limit: u64,
+}
+
+impl Softnet {
+    pub fn delta(&self, prev: &Softnet) -> Softnet {
+        Softnet {
+            processed: self.processed.wrapping_sub(prev.processed) & 0xffff_ffff,
+            dropped: self.dropped.wrapping_sub(prev.dropped) & 0xffff_ffff,
+            time_squeeze: self.time_squeeze.wrapping_sub(prev.time_squeeze) & 0xffff_ffff,
+            received_rps: self.received_rps.wrapping_sub(prev.received_rps) & 0xffff_ffff,
+            flow_limit: self.flow_limit.wrapping_sub(prev.flow_limit) & 0xffff_ffff,
+        }
+    }
+}
+
+/// softnet_stat by CPU id. Columns are 32-bit hex counters (they wrap; deltas mask them).
+pub fn softnet_stat() -> Result<BTreeMap<u32, Softnet>> {
+    let text = std::fs::read_to_string("/proc/net/softnet_stat")
+        .context("reading /proc/net/softnet_stat")?;
+    parse_softnet(&text)
+}
+
+fn parse_softnet(text: &str) -> Result<BTreeMap<u32, Softnet>> {
+    let mut rows = BTreeMap::new();
+    for (line_no, line) in text.lines().enumerate() {
+        let cols: Vec<u64> = line
+            .split_whitespace()
+            .map(|c| u64::from_str_radix(c, 16))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("softnet_stat line {}: {line:?}", line_no + 1))?;
+        if cols.len() < 11 {
+            bail!(
+                "softnet_stat line {} has {} columns, expected 11 or more",
+                line_no + 1,
+                cols.len()
+            );
+        }
+        // Since Linux 5.10 column 13 is the CPU id (offline CPUs have no row).
+        let cpu = cols.get(12).map_or(line_no as u32, |&c| c as u32);
+        rows.insert(
+            cpu,
+            Softnet {
+                processed: cols[0],
+                dropped: cols[1],
+                time_squeeze: cols[2],
+                received_rps: cols[9],
+                flow_limit: cols[10],
+            },
+        );
+    }
+    Ok(rows)
+}
+
+/// One vector's row of /proc/softirqs, by CPU id (`NET_RX`, `NET_TX`, ...).
+pub fn proc_softirqs(vector: &str) -> Result<BTreeMap<u32, u64>> {
+    let text = std::fs::read_to_string("/proc/softirqs").context("reading /proc/softirqs")?;
+    let mut lines = text.lines();
+    let header: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let row = lines
+        .find(|l| l.trim_start().starts_with(&format!("{vector}:")))
+        .with_context(|| format!("no {vector} row in /proc/softirqs"))?;
+    let values = row.split_whitespace().skip(1).map(|v| v.parse::<u64>());
+    header
+        .into_iter()
+        .zip(values)
+        .map(|(cpu, v)| Ok((cpu, v?)))
+        .collect()
+}
+
+/// Which receive kernel thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KthreadKind {
+    /// `cpumap/<cpu>/map:<id>`: runs the cpumap ring and the network stack on the target CPU.
+    Cpumap,
+    /// `napi/<dev>-<id>`: threaded NAPI (the lab's stand-in for a NIC's interrupt core).
+    Napi,
+}
+
+/// A receive kthread's total on-CPU time and the CPU it last ran on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KthreadTime {
+    pub pid: u32,
+    pub kind: KthreadKind,
+    pub cpu: u32,
+    pub run_ns: u64,
+}
+
+/// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
+/// /proc/PID/schedstat (nanoseconds, not tick-sampled).
+pub fn receive_kthreads() -> Result<Vec<KthreadTime>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").context("listing /proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Threads exit between the listing and the reads: skip what vanished.
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue;
+        };
+        let kind = if comm.starts_with("cpumap/") {
+            KthreadKind::Cpumap
+        } else if comm.starts_with("napi/") {
+            KthreadKind::Napi
+        } else {
+            continue;
+        };
+        let (Ok(sched), Ok(stat)) = (
+            std::fs::read_to_string(format!("/proc/{pid}/schedstat")),
+            std::fs::read_to_string(format!("/proc/{pid}/stat")),
+        ) else {
+            continue;
+        };
+        if let (Some(run_ns), Some(cpu)) = (schedstat_run_ns(&sched), stat_processor(&stat)) {
+            out.push(KthreadTime {
+                pid,
+                kind,
+                cpu,
+                run_ns,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn schedstat_run_ns(s: &str) -> Option<u64> {
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Field 39 of /proc/PID/stat: the CPU the task last ran on. The comm field may hold spaces
+/// and parentheses, so fields are counted from the last ')'.
+fn stat_processor(s: &str) -> Option<u32> {
+    let after = &s[s.rfind(')')? + 1..];
+    after.split_whitespace().nth(36)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softnet_rows_by_cpu_id() {
+        let text = "00000009 00000001 00000002 00000000 00000000 00000000 00000000 00000000 00000000 0000000a 0000000b 00000000 00000000 00000000 00000000\n\
+                    00001566 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000003 00000000 00000000\n";
+        let rows = parse_softnet(text).unwrap();
+        assert_eq!(rows.keys().copied().collect::<Vec<_>>(), vec![0, 3]);
+        assert_eq!(
+            rows[&0],
+            Softnet {
+                processed: 9,
+                dropped: 1,
+                time_squeeze: 2,
+                received_rps: 10,
+                flow_limit: 11
+            }
+        );
+        assert_eq!(rows[&3].processed, 0x1566);
+        assert!(parse_softnet("zz 00").is_err());
+        assert!(parse_softnet("00000001 00000002").is_err());
+    }
+
+    #[test]
+    fn softnet_deltas_survive_32_bit_wrap() {
+        let prev = Softnet {
+            processed: 0xffff_fff0,
+            ..Default::default()
+        };
+        let now = Softnet {
+            processed: 0x10,
+            ..Default::default()
+        };
+        assert_eq!(now.delta(&prev).processed, 0x20);
+    }
+
+    #[test]
+    fn stat_processor_counts_from_the_last_paren() {
+        let mut fields: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
+        fields[36] = "7".into();
+        let line = format!("42 (cpumap/1/map:7 (x)) {}", fields.join(" "));
+        assert_eq!(stat_processor(&line), Some(7));
+        assert_eq!(schedstat_run_ns("1133082 0 1\n"), Some(1133082));
+    }
+
+    #[test]
+    fn this_machine_reads() {
+        let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
+        let softnet = softnet_stat().unwrap();
+        let net_rx = proc_softirqs("NET_RX").unwrap();
+        for cpu in cpus {
+            assert!(softnet.contains_key(&cpu), "softnet row for CPU {cpu}");
+            assert!(net_rx.contains_key(&cpu), "NET_RX column for CPU {cpu}");
+        }
+        receive_kthreads().unwrap();
+    }
+}

@@ -1,0 +1,305 @@
+//! Turns absolute counters (BPF maps, softnet_stat, receive-kthread run time) into per-CPU
+//! deltas over one interval. The sampler owns the map handles and runs on its own thread; the
+//! view only draws what it sends (bpftop's split).
+use anyhow::Result;
+use rxsteer_common::{
+    RxStats, SoftirqStats, XdpTraceStats, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX, SOFTIRQ_NET_TX,
+};
+use serde::{Deserialize, Serialize};
+use std::{collections::BTreeMap, time::Instant};
+
+use crate::{
+    dataplane::Counters,
+    procfs::{self, KthreadKind, KthreadTime, Softnet},
+};
+
+/// Packets per traffic class (see `rxsteer_common::Class`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassPackets {
+    pub http: u64,
+    pub zap: u64,
+    pub tcp: u64,
+    pub ip: u64,
+    pub non_ip: u64,
+    pub malformed: u64,
+}
+
+impl ClassPackets {
+    fn from_array(a: &[u64; rxsteer_common::N_CLASSES]) -> Self {
+        let [http, zap, tcp, ip, non_ip, malformed] = *a;
+        Self {
+            http,
+            zap,
+            tcp,
+            ip,
+            non_ip,
+            malformed,
+        }
+    }
+}
+
+/// One CPU over one interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSample {
+    pub cpu: u32,
+    /// Frames seen by `rx_account` on this CPU, and their bytes.
+    pub packets: u64,
+    pub bytes: u64,
+    pub class_packets: ClassPackets,
+    pub ipv4: u64,
+    pub ipv6: u64,
+    pub vlan: u64,
+    pub net_rx_ns: u64,
+    pub net_rx_runs: u64,
+    pub net_tx_ns: u64,
+    pub net_tx_runs: u64,
+    /// Every softirq vector, in kernel order (HI, TIMER, NET_TX, NET_RX, ...).
+    pub softirq_ns: [u64; N_SOFTIRQ],
+    pub softirq_runs: [u64; N_SOFTIRQ],
+    /// Run time of cpumap kthreads on this CPU (receive work that is not softirq time).
+    pub cpumap_kthread_ns: u64,
+    /// Run time of threaded-NAPI kthreads last seen on this CPU.
+    pub napi_kthread_ns: u64,
+    pub cpumap_processed: u64,
+    pub cpumap_drops: u64,
+    /// Frames this CPU enqueued into cpumap rings, and those dropped on a full ring.
+    pub enqueue_frames: u64,
+    pub enqueue_drops: u64,
+    pub softnet: Softnet,
+}
+
+impl CpuSample {
+    /// Receive work in nanoseconds: NET_RX softirq plus the receive kthreads.
+    pub fn receive_ns(&self) -> u64 {
+        self.net_rx_ns + self.cpumap_kthread_ns + self.napi_kthread_ns
+    }
+}
+
+/// One interval, all CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the sampler started, at the end of this interval.
+    pub t_s: f64,
+    pub interval_s: f64,
+    pub cpus: Vec<CpuSample>,
+    pub redirect_err: u64,
+    /// Redirect failures by errno (e.g. "28" = ENOSPC: cpumap ring full).
+    pub redirect_err_by_errno: BTreeMap<String, u64>,
+    pub xdp_exceptions: u64,
+}
+
+impl Sample {
+    pub fn total_packets(&self) -> u64 {
+        self.cpus.iter().map(|c| c.packets).sum()
+    }
+}
+
+/// Absolute counters at one instant.
+struct Snapshot {
+    at: Instant,
+    rx: Vec<RxStats>,
+    softirq: Vec<SoftirqStats>,
+    xdp: Vec<XdpTraceStats>,
+    softnet: BTreeMap<u32, Softnet>,
+    kthreads: Vec<KthreadTime>,
+}
+
+pub struct Sampler {
+    counters: Counters,
+    cpus: Vec<u32>,
+    started: Instant,
+    prev: Snapshot,
+}
+
+impl Sampler {
+    pub fn new(counters: Counters) -> Result<Self> {
+        let cpus = rxsteer_tune::cpus::online_cpus()?;
+        let prev = snapshot(&counters)?;
+        Ok(Self {
+            counters,
+            cpus,
+            started: prev.at,
+            prev,
+        })
+    }
+
+    /// Counters since the previous call (or since `new`).
+    pub fn sample(&mut self) -> Result<Sample> {
+        let now = snapshot(&self.counters)?;
+        let sample = delta(&self.prev, &now, &self.cpus, self.started);
+        self.prev = now;
+        Ok(sample)
+    }
+}
+
+fn snapshot(c: &Counters) -> Result<Snapshot> {
+    Ok(Snapshot {
+        at: Instant::now(),
+        rx: c.rx()?,
+        softirq: c.softirq()?,
+        xdp: c.xdp_trace()?,
+        softnet: procfs::softnet_stat()?,
+        kthreads: procfs::receive_kthreads()?,
+    })
+}
+
+fn at<T: Copy>(v: &[T], cpu: u32, zero: T) -> T {
+    v.get(cpu as usize).copied().unwrap_or(zero)
+}
+
+fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sample {
+    let kthread_ns = kthread_deltas(&prev.kthreads, &now.kthreads);
+    let mut sample = Sample {
+        t_s: now.at.duration_since(started).as_secs_f64(),
+        interval_s: now.at.duration_since(prev.at).as_secs_f64(),
+        ..Default::default()
+    };
+    let mut errno = [0u64; N_ERRNO];
+    for &cpu in cpus {
+        let (r0, r1) = (
+            at(&prev.rx, cpu, RxStats::ZERO),
+            at(&now.rx, cpu, RxStats::ZERO),
+        );
+        let (s0, s1) = (
+            at(&prev.softirq, cpu, SoftirqStats::ZERO),
+            at(&now.softirq, cpu, SoftirqStats::ZERO),
+        );
+        let (x0, x1) = (
+            at(&prev.xdp, cpu, XdpTraceStats::ZERO),
+            at(&now.xdp, cpu, XdpTraceStats::ZERO),
+        );
+        let mut class = [0u64; rxsteer_common::N_CLASSES];
+        for (i, c) in class.iter_mut().enumerate() {
+            *c = r1.packets[i].saturating_sub(r0.packets[i]);
+        }
+        let mut softirq_ns = [0u64; N_SOFTIRQ];
+        let mut softirq_runs = [0u64; N_SOFTIRQ];
+        for v in 0..N_SOFTIRQ {
+            softirq_ns[v] = s1.ns[v].saturating_sub(s0.ns[v]);
+            softirq_runs[v] = s1.count[v].saturating_sub(s0.count[v]);
+        }
+        for (e, slot) in errno.iter_mut().enumerate() {
+            *slot += x1.redirect_err_by_errno[e].saturating_sub(x0.redirect_err_by_errno[e]);
+        }
+        sample.redirect_err += x1.redirect_err.saturating_sub(x0.redirect_err);
+        sample.xdp_exceptions += x1.exceptions().saturating_sub(x0.exceptions());
+        let softnet = match (prev.softnet.get(&cpu), now.softnet.get(&cpu)) {
+            (Some(p), Some(n)) => n.delta(p),
+            _ => Softnet::default(),
+        };
+        let (cpumap_ns, napi_ns) = kthread_ns.get(&cpu).copied().unwrap_or_default();
+        sample.cpus.push(CpuSample {
+            cpu,
+            packets: class.iter().sum(),
+            bytes: r1.total_bytes().saturating_sub(r0.total_bytes()),
+            class_packets: ClassPackets::from_array(&class),
+            ipv4: r1.ipv4.saturating_sub(r0.ipv4),
+            ipv6: r1.ipv6.saturating_sub(r0.ipv6),
+            vlan: r1.vlan.saturating_sub(r0.vlan),
+            net_rx_ns: softirq_ns[SOFTIRQ_NET_RX],
+            net_rx_runs: softirq_runs[SOFTIRQ_NET_RX],
+            net_tx_ns: softirq_ns[SOFTIRQ_NET_TX],
+            net_tx_runs: softirq_runs[SOFTIRQ_NET_TX],
+            softirq_ns,
+            softirq_runs,
+            cpumap_kthread_ns: cpumap_ns,
+            napi_kthread_ns: napi_ns,
+            cpumap_processed: x1.kthread_processed.saturating_sub(x0.kthread_processed),
+            cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
+            enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
+            enqueue_drops: x1.enqueue_drops.saturating_sub(x0.enqueue_drops),
+            softnet,
+        });
+    }
+    sample.redirect_err_by_errno = errno
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(e, &n)| (e.to_string(), n))
+        .collect();
+    sample
+}
+
+/// Per CPU: (cpumap ns, napi ns) run in the interval. A thread that appeared mid-interval
+/// counts from zero; one that vanished is dropped.
+fn kthread_deltas(prev: &[KthreadTime], now: &[KthreadTime]) -> BTreeMap<u32, (u64, u64)> {
+    let mut out: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for k in now {
+        let before = prev.iter().find(|p| p.pid == k.pid).map_or(0, |p| p.run_ns);
+        let d = k.run_ns.saturating_sub(before);
+        let slot = out.entry(k.cpu).or_default();
+        match k.kind {
+            KthreadKind::Cpumap => slot.0 += d,
+            KthreadKind::Napi => slot.1 += d,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kt(pid: u32, kind: KthreadKind, cpu: u32, run_ns: u64) -> KthreadTime {
+        KthreadTime {
+            pid,
+            kind,
+            cpu,
+            run_ns,
+        }
+    }
+
+    #[test]
+    fn kthread_time_is_attributed_to_its_cpu() {
+        let prev = [
+            kt(10, KthreadKind::Cpumap, 1, 100),
+            kt(11, KthreadKind::Napi, 0, 50),
+        ];
+        let now = [
+            kt(10, KthreadKind::Cpumap, 1, 400),
+            kt(11, KthreadKind::Napi, 0, 60),
+            kt(12, KthreadKind::Cpumap, 0, 5),
+        ];
+        let d = kthread_deltas(&prev, &now);
+        assert_eq!(d[&1], (300, 0));
+        assert_eq!(d[&0], (5, 10));
+    }
+
+    #[test]
+    fn deltas_per_cpu() {
+        let started = Instant::now();
+        let mut rx1 = RxStats::ZERO;
+        rx1.packets[0] = 7;
+        rx1.bytes[0] = 700;
+        rx1.ipv4 = 7;
+        let mut si1 = SoftirqStats::ZERO;
+        si1.count[SOFTIRQ_NET_RX] = 3;
+        si1.ns[SOFTIRQ_NET_RX] = 9000;
+        let mut x1 = XdpTraceStats::ZERO;
+        x1.redirect_err = 2;
+        x1.redirect_err_by_errno[28] = 2;
+        let snap = |rx, si, x| Snapshot {
+            at: started,
+            rx: vec![RxStats::ZERO, rx],
+            softirq: vec![SoftirqStats::ZERO, si],
+            xdp: vec![XdpTraceStats::ZERO, x],
+            softnet: BTreeMap::new(),
+            kthreads: vec![],
+        };
+        let prev = snap(RxStats::ZERO, SoftirqStats::ZERO, XdpTraceStats::ZERO);
+        let now = snap(rx1, si1, x1);
+        let s = delta(&prev, &now, &[0, 1], started);
+        assert_eq!(s.cpus[0].packets, 0);
+        assert_eq!(
+            (
+                s.cpus[1].packets,
+                s.cpus[1].bytes,
+                s.cpus[1].class_packets.http
+            ),
+            (7, 700, 7)
+        );
+        assert_eq!((s.cpus[1].net_rx_runs, s.cpus[1].net_rx_ns), (3, 9000));
+        assert_eq!(s.redirect_err, 2);
+        assert_eq!(s.redirect_err_by_errno.get("28"), Some(&2));
+    }
+}
