@@ -5,3 +5,5 @@ pub mod ports;
 pub mod privilege;
 pub mod procfs;
 pub mod sampler;
+pub mod top;
+pub mod view;

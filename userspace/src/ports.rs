@@ -67,3 +67,12 @@ mod tests {
         assert!(check_disjoint(&[8080], &[9653]).is_ok());
     }
 }
+
+/// A parsed port list as a clap value (one flag occurrence holds the whole list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortList(pub Vec<u16>);
+
+/// clap value parser for [`PortList`].
+pub fn port_list(s: &str) -> Result<PortList, String> {
+    parse_ports(s).map(PortList).map_err(|e| e.to_string())
+}

@@ -1,1 +1,128 @@
-fn main() {}
+//! `cargo xtask`: prerequisites, builds and tests for rxsteer.
+mod cmd;
+mod ensure;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use ensure::{Paths, EBPF_TOOLCHAIN};
+
+#[derive(Parser)]
+#[command(about = "rxsteer build, test and run tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what the build and tests need (Debian packages, rust-src, bpf-linker, mounts).
+    Ensure,
+    /// Build the eBPF object (after `ensure`).
+    BuildEbpf,
+    /// Build the eBPF object and the workspace (release).
+    Build,
+    /// Build everything and run the whole test suite (privileged tests need root).
+    Test {
+        /// Passed to `cargo test` after `--` (a test name filter, --nocapture, ...).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// rustfmt check and clippy with warnings denied, on the workspace and the eBPF crate.
+    Lint,
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("xtask: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    let cli = Cli::parse();
+    let paths = Paths::new();
+    match cli.task {
+        Task::Ensure => ensure::ensure(&paths),
+        Task::BuildEbpf => build_ebpf(&paths),
+        Task::Build => {
+            build_ebpf(&paths)?;
+            cmd::run(
+                "build workspace",
+                cmd::cargo(None)
+                    .args(["build", "--release", "--workspace"])
+                    .current_dir(&paths.root),
+            )
+        }
+        Task::Test { args } => {
+            build_ebpf(&paths)?;
+            if !cmd::is_root() {
+                eprintln!("xtask test: not root: the XDP, tracepoint and netns tests will fail");
+            }
+            cmd::run(
+                "test",
+                cmd::cargo(None)
+                    .args(["test", "--workspace", "--"])
+                    .args(args)
+                    .current_dir(&paths.root),
+            )
+        }
+        Task::Lint => {
+            build_ebpf(&paths)?;
+            cmd::run(
+                "lint (rustfmt)",
+                cmd::cargo(None)
+                    .args(["fmt", "--all", "--check"])
+                    .current_dir(&paths.root),
+            )?;
+            cmd::run(
+                "lint (rustfmt, ebpf)",
+                cmd::cargo(None)
+                    .args(["fmt", "--all", "--check"])
+                    .current_dir(paths.root.join("ebpf")),
+            )?;
+            cmd::run(
+                "lint (clippy)",
+                cmd::cargo(None)
+                    .args([
+                        "clippy",
+                        "--workspace",
+                        "--all-targets",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ])
+                    .current_dir(&paths.root),
+            )?;
+            cmd::run(
+                "lint (clippy, ebpf)",
+                ebpf_cargo(&paths, "clippy").args(["--", "-D", "warnings"]),
+            )
+        }
+    }
+}
+
+/// `cargo +nightly <sub>` for the eBPF crate, with bpf-linker on PATH.
+fn ebpf_cargo(paths: &Paths, sub: &str) -> std::process::Command {
+    let mut c = cmd::cargo(Some(EBPF_TOOLCHAIN));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![paths.bpf_linker_bin()];
+    dirs.extend(std::env::split_paths(&path));
+    c.args([
+        sub,
+        "--release",
+        "--target",
+        "bpfel-unknown-none",
+        "-Z",
+        "build-std=core",
+    ])
+    .arg("--target-dir")
+    .arg(paths.root.join("target/ebpf"))
+    .env("PATH", std::env::join_paths(dirs).expect("PATH"))
+    .current_dir(paths.root.join("ebpf"));
+    c
+}
+
+fn build_ebpf(paths: &Paths) -> Result<()> {
+    ensure::ensure(paths)?;
+    cmd::run("build eBPF", &mut ebpf_cargo(paths, "build"))
+}

@@ -1,0 +1,170 @@
+//! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
+//! either draw the live per-core view or print one JSON line per interval.
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    dataplane::{AttachedMode, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    iface,
+    ports::{check_disjoint, port_list, PortList},
+    privilege,
+    sampler::{Sample, Sampler},
+    view,
+};
+
+#[derive(clap::Args, Debug)]
+pub struct TopArgs {
+    /// Interface to observe (in the current network namespace).
+    #[arg(long)]
+    pub iface: String,
+    /// Sampling interval (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Print one JSON object per interval on stdout instead of the live view.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many intervals (default: until Ctrl-C or SIGTERM).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// XDP attach mode: auto tries driver mode, then skb mode, and says which ran.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub xdp_mode: XdpModeChoice,
+    /// TCP ports counted as HTTP (e.g. 8080,8081 or 8000-8010).
+    #[arg(long, default_value = "8080", value_parser = port_list)]
+    pub http_ports: PortList,
+    /// TCP ports counted as ZAP.
+    #[arg(long, default_value = "9653", value_parser = port_list)]
+    pub zap_ports: PortList,
+}
+
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
+    if d < Duration::from_millis(50) || d > Duration::from_secs(3600) {
+        return Err(format!("interval {s:?} must be between 50ms and 1h"));
+    }
+    Ok(d)
+}
+
+/// One JSON line: the sample plus what was observed and how.
+#[derive(Serialize)]
+struct Line<'a> {
+    iface: &'a str,
+    xdp_mode: AttachedMode,
+    #[serde(flatten)]
+    sample: &'a Sample,
+}
+
+pub fn run(args: &TopArgs) -> Result<()> {
+    check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
+    privilege::require("rxsteer top", privilege::OBSERVE)?;
+    iface::require_up(&args.iface)?;
+    let ports = PortConfig {
+        http: args.http_ports.0.clone(),
+        zap: args.zap_ports.0.clone(),
+    };
+    // Everything attached below is owned by `dp` and detached when it drops: on return, on
+    // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
+    let mut dp = Dataplane::load(&ports)?;
+    dp.attach_tracepoints()?;
+    let mode = dp.attach_xdp(RX_ACCOUNT, &args.iface, args.xdp_mode)?;
+    eprintln!(
+        "rxsteer: observing {} with rx_account in {mode} mode",
+        args.iface
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let (tx, rx) = mpsc::channel();
+    let sampler = Sampler::new(dp.take_counters()?)?;
+    let sampler_thread = spawn_sampler(sampler, args.interval, Arc::clone(&stop), tx);
+
+    let shown = if args.json {
+        print_json(&rx, &args.iface, mode, args.count, &stop)
+    } else {
+        view::run(&rx, &args.iface, mode, args.count, &stop)
+    };
+    stop.store(true, Ordering::SeqCst);
+    let sampled = sampler_thread.join().expect("sampler thread panicked");
+    drop(dp);
+    shown.and(sampled)
+}
+
+fn spawn_sampler(
+    mut sampler: Sampler,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    tx: mpsc::Sender<Sample>,
+) -> thread::JoinHandle<Result<()>> {
+    thread::spawn(move || {
+        let mut next = Instant::now() + interval;
+        while !stop.load(Ordering::SeqCst) {
+            // Short sleeps so Ctrl-C is seen quickly; deadlines keep intervals from drifting.
+            let now = Instant::now();
+            if now < next {
+                thread::sleep((next - now).min(Duration::from_millis(50)));
+                continue;
+            }
+            next += interval;
+            if tx.send(sampler.sample()?).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn print_json(
+    rx: &mpsc::Receiver<Sample>,
+    iface: &str,
+    xdp_mode: AttachedMode,
+    count: Option<u64>,
+    stop: &AtomicBool,
+) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut n = 0;
+    while !stop.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(sample) => {
+                serde_json::to_writer(
+                    &mut out,
+                    &Line {
+                        iface,
+                        xdp_mode,
+                        sample: &sample,
+                    },
+                )?;
+                out.write_all(b"\n")?;
+                out.flush()?;
+                n += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_interval("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_interval("0s").unwrap_err().contains("between"));
+        assert!(parse_interval("soon").unwrap_err().contains("\"soon\""));
+    }
+}

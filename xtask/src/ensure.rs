@@ -1,0 +1,244 @@
+//! `cargo xtask ensure`: every prerequisite of the eBPF build and the tests, installed when
+//! missing, each step idempotent. A second run checks and says so in well under a second.
+use anyhow::{bail, Context, Result};
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use crate::cmd::{self, on_path};
+
+/// bpf-linker release built here, and the LLVM majors it supports (its cargo features).
+const BPF_LINKER_VERSION: &str = "0.13.0";
+const BPF_LINKER_LLVM_MAJORS: [u32; 3] = [21, 22, 23];
+/// The toolchain that builds `ebpf/` (build-std needs nightly).
+pub const EBPF_TOOLCHAIN: &str = "nightly";
+
+/// Commands the tests and the lab use, and the Debian package of each.
+const PACKAGES: [(&str, &str); 4] = [
+    ("ip", "iproute2"),
+    ("ethtool", "ethtool"),
+    ("bpftool", "bpftool"),
+    ("taskset", "util-linux"),
+];
+
+pub struct Paths {
+    pub root: PathBuf,
+    pub tools: PathBuf,
+}
+
+impl Paths {
+    pub fn new() -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives in the workspace")
+            .to_path_buf();
+        // CI may point this at a cache outside the clone; the stamp keeps it honest.
+        let tools = std::env::var_os("RXSTEER_TOOLS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target/tools"));
+        Self { root, tools }
+    }
+
+    pub fn bpf_linker_bin(&self) -> PathBuf {
+        self.tools.join("bin")
+    }
+}
+
+pub fn ensure(paths: &Paths) -> Result<()> {
+    let mut did = Vec::new();
+    packages(&mut did)?;
+    rust_src(&mut did)?;
+    bpf_linker(paths, &mut did)?;
+    mounts(&mut did)?;
+    if did.is_empty() {
+        eprintln!("xtask ensure: all prerequisites present, nothing to do");
+    } else {
+        eprintln!("xtask ensure: done ({})", did.join(", "));
+    }
+    Ok(())
+}
+
+fn packages(did: &mut Vec<String>) -> Result<()> {
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .filter(|(bin, _)| !on_path(bin) && !Path::new("/usr/sbin").join(bin).exists())
+        .map(|&(_, pkg)| pkg)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !cmd::is_root() {
+        bail!(
+            "step packages: missing Debian packages {}; run as root or install them: \
+             apt-get install {}",
+            missing.join(" "),
+            missing.join(" ")
+        );
+    }
+    eprintln!("xtask ensure: installing {}", missing.join(" "));
+    cmd::run(
+        "step packages (apt-get update)",
+        Command::new("apt-get").args(["update", "-qq"]),
+    )?;
+    cmd::run(
+        "step packages (apt-get install)",
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    did.push(format!("installed {}", missing.join(" ")));
+    Ok(())
+}
+
+fn nightly_sysroot() -> Result<PathBuf> {
+    let out = cmd::output(
+        "step rust-src (nightly sysroot)",
+        Command::new("rustc")
+            .args([&format!("+{EBPF_TOOLCHAIN}"), "--print", "sysroot"])
+            .env_remove("RUSTUP_TOOLCHAIN"),
+    );
+    match out {
+        Ok(s) => Ok(PathBuf::from(s.trim())),
+        Err(e) => bail!(
+            "{e:#}\nThe eBPF crate needs a nightly toolchain: rustup toolchain install nightly \
+             --profile minimal --component rust-src"
+        ),
+    }
+}
+
+fn rust_src(did: &mut Vec<String>) -> Result<()> {
+    let sysroot = nightly_sysroot()?;
+    if sysroot.join("lib/rustlib/src/rust/library/core").is_dir() {
+        return Ok(());
+    }
+    eprintln!("xtask ensure: adding rust-src to {EBPF_TOOLCHAIN}");
+    cmd::run(
+        "step rust-src",
+        Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            EBPF_TOOLCHAIN,
+        ]),
+    )?;
+    did.push("added rust-src".into());
+    Ok(())
+}
+
+/// The nightly's LLVM major version and its shared libLLVM, which bpf-linker links against.
+fn nightly_llvm() -> Result<(u32, PathBuf)> {
+    let vv = cmd::output(
+        "step bpf-linker (rustc -vV)",
+        Command::new("rustc")
+            .args([&format!("+{EBPF_TOOLCHAIN}"), "-vV"])
+            .env_remove("RUSTUP_TOOLCHAIN"),
+    )?;
+    let major = vv
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+        .context("step bpf-linker: `rustc +nightly -vV` printed no LLVM version")?;
+    let lib = nightly_sysroot()?.join("lib");
+    let so = std::fs::read_dir(&lib)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("libLLVM.so.{major}")))
+        })
+        .with_context(|| {
+            format!(
+                "step bpf-linker: no libLLVM.so.{major}* in {}",
+                lib.display()
+            )
+        })?;
+    Ok((major, so))
+}
+
+fn bpf_linker(paths: &Paths, did: &mut Vec<String>) -> Result<()> {
+    let (major, so) = nightly_llvm()?;
+    if !BPF_LINKER_LLVM_MAJORS.contains(&major) {
+        bail!(
+            "step bpf-linker: the nightly uses LLVM {major}; bpf-linker {BPF_LINKER_VERSION} \
+             supports LLVM {BPF_LINKER_LLVM_MAJORS:?}. Install a matching nightly."
+        );
+    }
+    let stamp_path = paths.tools.join("bpf-linker.stamp");
+    let stamp = format!("{BPF_LINKER_VERSION} {}\n", so.display());
+    let bin = paths.bpf_linker_bin().join("bpf-linker");
+    if bin.is_file() && std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(&stamp) {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask ensure: building bpf-linker {BPF_LINKER_VERSION} against the nightly's LLVM \
+         {major} into {} (about 2-3 minutes, once)",
+        paths.tools.display()
+    );
+    // LLVM_PREFIX/lib must hold libLLVM.so; the binary keeps a RUNPATH to this folder.
+    let llvm = paths.tools.join(format!("llvm-{major}"));
+    let lib = llvm.join("lib");
+    std::fs::create_dir_all(&lib)?;
+    for name in [so.file_name().unwrap().to_os_string(), "libLLVM.so".into()] {
+        let link = lib.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link)
+            .with_context(|| format!("step bpf-linker: symlink {}", link.display()))?;
+    }
+    cmd::run(
+        "step bpf-linker (cargo install)",
+        cmd::cargo(Some("stable"))
+            .args([
+                "install",
+                "bpf-linker",
+                "--version",
+                BPF_LINKER_VERSION,
+                "--locked",
+                "--force",
+            ])
+            .args([
+                "--no-default-features",
+                "--features",
+                &format!("llvm-{major}"),
+            ])
+            .arg("--root")
+            .arg(&paths.tools)
+            .env("LLVM_PREFIX", &llvm),
+    )?;
+    std::fs::write(&stamp_path, stamp)?;
+    did.push(format!("built bpf-linker for LLVM {major}"));
+    Ok(())
+}
+
+fn is_mounted(path: &str, fstype: &str) -> bool {
+    std::fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
+        m.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, ty) = (f.next(), f.next(), f.next());
+            at == Some(path) && ty == Some(fstype)
+        })
+    })
+}
+
+fn mounts(did: &mut Vec<String>) -> Result<()> {
+    for (path, fstype, source) in [
+        ("/sys/fs/bpf", "bpf", "bpf"),
+        ("/sys/kernel/tracing", "tracefs", "nodev"),
+    ] {
+        if is_mounted(path, fstype) {
+            continue;
+        }
+        if !cmd::is_root() {
+            bail!("step mounts: {fstype} is not mounted at {path}; as root: mount -t {fstype} {source} {path}");
+        }
+        cmd::run(
+            "step mounts",
+            Command::new("mount").args(["-t", fstype, source, path]),
+        )?;
+        did.push(format!("mounted {fstype} at {path}"));
+    }
+    Ok(())
+}
