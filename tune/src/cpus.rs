@@ -77,33 +77,22 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
     parts.join(",")
 }
 
-/// A cpumask in the kernel's form: 32-bit hex groups, most significant first, comma-separated,
-/// enough groups to hold `nr_cpus` bits (as the kernel prints it for that many CPU ids).
+/// A cpumask in the kernel's form for `nr_cpus` CPU ids: 32-bit hex groups, most significant
+/// first, comma-separated; the top group is as wide as the bits it holds (as the kernel prints).
 pub fn cpumask(cpus: &[u32], nr_cpus: u32) -> String {
-    let top = cpus
-        .iter()
-        .map(|&c| c + 1)
-        .max()
-        .unwrap_or(0)
-        .max(nr_cpus)
-        .max(1);
-    let groups = top.div_ceil(32) as usize;
+    let nbits = cpus.iter().map(|&c| c + 1).fold(nr_cpus.max(1), u32::max);
+    let groups = nbits.div_ceil(32) as usize;
     let mut words = vec![0u32; groups];
     for &c in cpus {
         words[(c / 32) as usize] |= 1 << (c % 32);
     }
-    let first = groups - 1;
+    let top_digits = (nbits - 32 * (groups as u32 - 1)).div_ceil(4) as usize;
     words
         .iter()
         .enumerate()
         .rev()
         .map(|(i, w)| {
-            // The kernel prints the top group without padding only when it is partial.
-            let digits = if i == first && nr_cpus % 32 != 0 && top == nr_cpus.max(1) {
-                (nr_cpus % 32).div_ceil(4) as usize
-            } else {
-                8
-            };
+            let digits = if i == groups - 1 { top_digits } else { 8 };
             format!("{w:0digits$x}")
         })
         .collect::<Vec<_>>()
@@ -171,6 +160,8 @@ mod tests {
         let all64: Vec<u32> = (0..64).collect();
         assert_eq!(cpumask(&all64, 64), "ffffffff,ffffffff");
         assert_eq!(cpumask(&[0, 40], 48), "0100,00000001");
+        assert_eq!(cpumask(&[0], 2), "1");
+        assert_eq!(cpumask(&[33], 2), "2,00000000");
         assert_eq!(cpumask(&[], 8), "00");
         for cpus in [vec![0, 1], vec![3, 33, 64, 95], vec![]] {
             assert_eq!(parse_cpumask(&cpumask(&cpus, 96)).unwrap(), cpus);

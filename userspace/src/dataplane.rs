@@ -144,6 +144,11 @@ impl Dataplane {
         xdp_mut(&mut self.ebpf, name)
     }
 
+    /// A raw tracepoint program, for BPF_PROG_TEST_RUN.
+    pub fn raw_tracepoint(&mut self, name: &str) -> Result<&mut RawTracePoint> {
+        raw_tp_mut(&mut self.ebpf, name)
+    }
+
     /// Moves the counter maps out so a sampler thread can own them; programs stay here.
     pub fn take_counters(&mut self) -> Result<Counters> {
         let mut take = |name: &str| {

@@ -1,6 +1,7 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod dataplane;
 pub mod iface;
+pub mod netns;
 pub mod ports;
 pub mod privilege;
 pub mod procfs;

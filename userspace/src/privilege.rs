@@ -39,9 +39,11 @@ pub const OBSERVE: &[Cap] = &[Cap::Bpf, Cap::NetAdmin, Cap::Perfmon];
 pub fn require(what: &str, caps: &[Cap]) -> Result<()> {
     let eff = effective_caps()?;
     let has = |c: Cap| eff & (1u64 << c as u32) != 0;
+    // CAP_SYS_ADMIN covers CAP_BPF and CAP_PERFMON (kernels before 5.8 had only it).
+    let covered = |c: Cap| has(c) || (c != Cap::NetAdmin && has(Cap::SysAdmin));
     let missing: Vec<&str> = caps
         .iter()
-        .filter(|&&c| !has(c) && !(c != Cap::NetAdmin && has(Cap::SysAdmin)))
+        .filter(|&&c| !covered(c))
         .map(|c| c.name())
         .collect();
     if !missing.is_empty() {

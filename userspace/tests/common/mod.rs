@@ -1,0 +1,87 @@
+//! Helpers shared by the privileged tests: unique lab names and bounded traffic sources.
+#![allow(dead_code)]
+use std::{
+    io::{Read, Write},
+    net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket},
+    sync::atomic::{AtomicU32, Ordering},
+    time::Duration,
+};
+
+use anyhow::Result;
+use rxsteer::netns::{Netns, VethLab};
+
+/// A lab whose names are unique to this process and call.
+pub fn lab(letter: char) -> VethLab {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let tag = format!("{letter}{}{n}", std::process::id() % 10000);
+    VethLab::create(&tag, 1).expect("creating the veth lab (needs root and iproute2)")
+}
+
+/// Sends `count` UDP datagrams from `ns`, on `cpu`, to `to:port`. Bounded: no retries.
+pub fn udp_burst(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, count: u32) {
+    ns.spawn(Some(cpu), move || {
+        let sock = UdpSocket::bind("0.0.0.0:0")?;
+        for i in 0..count {
+            sock.send_to(&i.to_be_bytes(), SocketAddr::from((to, port)))?;
+            if i % 64 == 63 {
+                // Let the receive side drain so the veth ring never overflows.
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap()
+    .expect("udp burst");
+}
+
+/// An echo server in `ns` on `cpu`, port `port`, for exactly one connection.
+pub fn echo_server(
+    ns: &Netns,
+    cpu: u32,
+    ip: Ipv4Addr,
+    port: u16,
+) -> std::thread::JoinHandle<Result<()>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = ns.spawn(Some(cpu), move || {
+        let l = TcpListener::bind((ip, port))?;
+        tx.send(()).unwrap();
+        let (mut c, _) = l.accept()?;
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = c.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            c.write_all(&buf[..n])?;
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("echo server listening");
+    h
+}
+
+/// `rounds` request/response exchanges of `size` bytes from `ns` on `cpu`.
+pub fn tcp_exchanges(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, rounds: u32, size: usize) {
+    ns.spawn(Some(cpu), move || {
+        let mut s =
+            TcpStream::connect_timeout(&SocketAddr::from((to, port)), Duration::from_secs(5))?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let req = vec![b'r'; size];
+        let mut resp = vec![0u8; size];
+        for _ in 0..rounds {
+            s.write_all(&req)?;
+            s.read_exact(&mut resp)?;
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap()
+    .expect("tcp exchanges");
+}
+
+pub fn online_cpus() -> Vec<u32> {
+    rxsteer_tune::cpus::online_cpus().unwrap()
+}

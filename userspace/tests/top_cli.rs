@@ -1,0 +1,249 @@
+//! `rxsteer top` as a user runs it: inside a lab namespace, JSON lines, and every way it can
+//! stop (count reached, SIGTERM, SIGINT, SIGKILL, a bad flag, an unusable interface) leaves no
+//! XDP program attached. Needs root.
+mod common;
+
+use common::{lab, online_cpus, udp_burst};
+use serde_json::Value;
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
+
+/// Starts top in `ns` and waits for its "observing" line on stderr.
+fn start_top(ns: &rxsteer::netns::Netns, args: &[&str]) -> Child {
+    let mut child = ns
+        .command(RXSTEER)
+        .arg("top")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("observing"), "top did not start: {line}");
+    child
+}
+
+fn wait_with_timeout(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "rxsteer did not stop within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
+    let lab = lab('j');
+    let cpus = online_cpus();
+    let sender = *cpus.last().unwrap();
+    let mut top = start_top(
+        &lab.server,
+        &[
+            "--iface",
+            &lab.server_dev,
+            "--json",
+            "--count",
+            "3",
+            "--interval",
+            "400ms",
+        ],
+    );
+    udp_burst(&lab.client, sender, lab.server_ip, 5000, 2000);
+    let status = wait_with_timeout(&mut top, Duration::from_secs(10));
+    assert!(status.success());
+    let lines: Vec<Value> = BufReader::new(top.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let mut packets = vec![0u64; cpus.len()];
+    let mut net_rx_ns = vec![0u64; cpus.len()];
+    for l in &lines {
+        assert_eq!(l["iface"], lab.server_dev.as_str());
+        assert_eq!(l["xdp_mode"], "drv");
+        for (i, c) in l["cpus"].as_array().unwrap().iter().enumerate() {
+            packets[i] += c["packets"].as_u64().unwrap();
+            net_rx_ns[i] += c["net_rx_ns"].as_u64().unwrap();
+            assert_eq!(c["class_packets"]["http"], 0);
+        }
+    }
+    let s = sender as usize;
+    assert_eq!(
+        packets[s], 2000,
+        "all datagrams counted on the sender's CPU: {packets:?}"
+    );
+    assert_eq!(packets.iter().sum::<u64>(), 2000, "{packets:?}");
+    assert!(
+        net_rx_ns[s] > 0,
+        "NET_RX time on the sender's CPU: {net_rx_ns:?}"
+    );
+    assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+}
+
+#[test]
+fn signals_stop_it_and_detach() {
+    let lab = lab('s');
+    for (signal, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGKILL, "SIGKILL"),
+    ] {
+        let mut top = start_top(&lab.server, &["--iface", &lab.server_dev, "--json"]);
+        assert!(
+            lab.server.xdp_attached(&lab.server_dev).unwrap().is_some(),
+            "attached while running"
+        );
+        // `ip netns exec` execs rxsteer, so the child's pid is rxsteer's.
+        unsafe { libc::kill(top.id() as i32, signal) };
+        let status = wait_with_timeout(&mut top, Duration::from_secs(5));
+        if signal != libc::SIGKILL {
+            assert!(status.success(), "{name}: clean exit, got {status}");
+        }
+        // The XDP program hangs off a bpf_link: closing the fd (even by SIGKILL) detaches it.
+        let start = Instant::now();
+        while lab.server.xdp_attached(&lab.server_dev).unwrap().is_some() {
+            assert!(
+                start.elapsed() < Duration::from_secs(2),
+                "{name}: XDP still attached"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn run_top(ns: &rxsteer::netns::Netns, args: &[&str]) -> (i32, String) {
+    let out = ns.command(RXSTEER).arg("top").args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
+    let lab = lab('b');
+    let dev = lab.server_dev.as_str();
+    // Loopback has no native XDP: forcing driver mode must fail and leave lo clean.
+    let (code, err) = run_top(
+        &lab.server,
+        &[
+            "--iface",
+            "lo",
+            "--xdp-mode",
+            "drv",
+            "--json",
+            "--count",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("rxsteer: attaching rx_account to lo in driver (native) mode"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(lab.server.xdp_attached("lo").unwrap(), None);
+    // ...while auto falls back to skb mode and says so.
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args([
+            "top",
+            "--iface",
+            "lo",
+            "--json",
+            "--count",
+            "1",
+            "--interval",
+            "100ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["xdp_mode"], "skb");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skb (generic) mode"));
+
+    let (code, err) = run_top(&lab.server, &["--iface", "rxnosuch0", "--json"]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            1,
+            "rxsteer: interface \"rxnosuch0\" does not exist (in this network namespace)"
+        )
+    );
+
+    lab.server.ip(&["link", "set", dev, "down"]).unwrap();
+    let (code, err) = run_top(&lab.server, &["--iface", dev, "--json"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!("interface \"{dev}\" is down")),
+        "{err}"
+    );
+    assert_eq!(lab.server.xdp_attached(dev).unwrap(), None);
+
+    for (args, needle) in [
+        (
+            vec!["--iface", "lo", "--http-ports", "80,x"],
+            "\"x\" in port list \"80,x\"",
+        ),
+        (
+            vec!["--iface", "lo", "--zap-ports", "0"],
+            "\"0\" in port list \"0\"",
+        ),
+        (
+            vec!["--iface", "lo", "--http-ports", "80", "--zap-ports", "80"],
+            "port 80 is in both",
+        ),
+        (
+            vec!["--iface", "lo", "--interval", "1ms"],
+            "between 50ms and 1h",
+        ),
+        (
+            vec!["--iface", "lo", "--xdp-mode", "hw"],
+            "invalid value 'hw' for '--xdp-mode",
+        ),
+        (
+            vec!["--iface", "bad/name"],
+            "\"bad/name\" is not a valid interface name",
+        ),
+    ] {
+        let (code, err) = run_top(&lab.server, &args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn without_privileges_it_names_the_missing_capabilities() {
+    // setpriv drops every capability but keeps uid 0: the check must look at capabilities.
+    let out = Command::new("setpriv")
+        .args([
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+            RXSTEER,
+            "top",
+            "--iface",
+            "lo",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("rxsteer top needs root or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON; missing: CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON"), "{err}");
+}

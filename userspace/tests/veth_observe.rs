@@ -1,0 +1,120 @@
+//! rx_account and softirq accounting on real traffic across a veth pair between two network
+//! namespaces the test creates (and removes). Needs root.
+mod common;
+
+use common::{echo_server, lab, online_cpus, tcp_exchanges, udp_burst};
+use rxsteer::{
+    dataplane::{AttachedMode, Counters, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    procfs,
+};
+use rxsteer_common::SOFTIRQ_NET_RX;
+use std::{collections::BTreeMap, time::Duration};
+
+/// Loads and attaches inside the server namespace; links stay tied to the device after the
+/// thread ends, for as long as the returned Dataplane lives.
+fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
+    let dev = lab.server_dev.clone();
+    lab.server
+        .spawn(None, move || {
+            let mut dp = Dataplane::load(&PortConfig::default())?;
+            dp.attach_tracepoints()?;
+            let mode = dp.attach_xdp(RX_ACCOUNT, &dev, XdpModeChoice::Drv)?;
+            assert_eq!(mode, AttachedMode::Drv, "veth supports native XDP");
+            let counters = dp.take_counters()?;
+            Ok((dp, counters))
+        })
+        .join()
+        .unwrap()
+        .expect("attach in the server namespace")
+}
+
+#[test]
+fn udp_is_counted_exactly_on_the_cpu_that_sent_it() {
+    let lab = lab('u');
+    let (dp, counters) = observe(&lab);
+    let rx0 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    let cpus = online_cpus();
+    // A veth has no interrupt: its receive work runs on the sending CPU. Send from each CPU in
+    // turn and expect every datagram on exactly that CPU.
+    let sent: Vec<(u32, u32)> = cpus.iter().take(4).map(|&c| (c, 300 + 100 * c)).collect();
+    for &(cpu, n) in &sent {
+        udp_burst(&lab.client, cpu, lab.server_ip, 5000, n);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rx1 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    let per_cpu = counters.rx().unwrap();
+    for &(cpu, n) in &sent {
+        let s = &per_cpu[cpu as usize];
+        assert_eq!(
+            s.packets[rxsteer_common::Class::OtherIp.index()],
+            n as u64,
+            "CPU {cpu}"
+        );
+        assert_eq!(s.ipv4, n as u64, "CPU {cpu}");
+    }
+    let counted: u64 = per_cpu.iter().map(|s| s.total_packets()).sum();
+    let total: u64 = sent.iter().map(|&(_, n)| n as u64).sum();
+    assert_eq!(
+        counted, total,
+        "nothing but the test's datagrams crossed the veth"
+    );
+    assert_eq!(
+        rx1 - rx0,
+        total,
+        "the device counted what rx_account counted"
+    );
+    drop(dp);
+    assert_eq!(
+        lab.server.xdp_attached(&lab.server_dev).unwrap(),
+        None,
+        "detached on drop"
+    );
+}
+
+fn net_rx_runs(counters: &Counters) -> BTreeMap<u32, u64> {
+    let all = counters.softirq().unwrap();
+    online_cpus()
+        .into_iter()
+        .map(|c| (c, all[c as usize].count[SOFTIRQ_NET_RX]))
+        .collect()
+}
+
+#[test]
+fn tcp_to_the_http_port_is_http_and_net_rx_runs_match_proc_softirqs() {
+    let lab = lab('t');
+    let (_dp, counters) = observe(&lab);
+    let cpus = online_cpus();
+    let (client_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
+    let server = echo_server(&lab.server, server_cpu, lab.server_ip, 8080);
+
+    let rx0 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    let ours0 = net_rx_runs(&counters);
+    let proc0 = procfs::proc_softirqs("NET_RX").unwrap();
+    tcp_exchanges(&lab.client, client_cpu, lab.server_ip, 8080, 300, 64);
+    server.join().unwrap().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let proc1 = procfs::proc_softirqs("NET_RX").unwrap();
+    let ours1 = net_rx_runs(&counters);
+    let rx1 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+
+    let per_cpu = counters.rx().unwrap();
+    let http: u64 = per_cpu.iter().map(|s| s.packets[0]).sum();
+    let all: u64 = per_cpu.iter().map(|s| s.total_packets()).sum();
+    assert!(http >= 300, "at least one segment per request: {http}");
+    assert_eq!(all, http, "every frame to the server was TCP to port 8080");
+    assert_eq!(rx1 - rx0, all);
+
+    for cpu in cpus {
+        let ours = ours1[&cpu] - ours0[&cpu];
+        let proc = proc1[&cpu] - proc0[&cpu];
+        // Reads of the two sources are not atomic together: allow a run or two at the edges.
+        let slack = 2 + proc / 100;
+        assert!(
+            ours.abs_diff(proc) <= slack,
+            "CPU {cpu}: NET_RX runs ours {ours} vs /proc/softirqs {proc}"
+        );
+        if cpu == client_cpu {
+            assert!(proc > 0, "the exchange raised NET_RX on the client's CPU");
+        }
+    }
+}
