@@ -48,12 +48,12 @@ impl Class {
     }
 }
 
-/// Values of the `PORT_CLASS` array map (one byte per TCP port).
+/// Values of the `PORT_CLASS` global (one byte per TCP port).
 pub const PORT_NONE: u8 = 0;
 pub const PORT_HTTP: u8 = 1;
 pub const PORT_ZAP: u8 = 2;
-/// Entries of the `PORT_CLASS` map: one per TCP port number.
-pub const PORT_CLASS_ENTRIES: u32 = 65536;
+/// Entries of the `PORT_CLASS` global: one per TCP port number.
+pub const PORT_CLASS_ENTRIES: usize = 65536;
 
 /// Per-CPU receive counters, one map entry (key 0): a single lookup per packet.
 #[repr(C)]

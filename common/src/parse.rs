@@ -1,7 +1,7 @@
 //! Bounds-checked header walk: Ethernet, up to two VLAN tags, IPv4 / IPv6 (with extension
 //! headers), TCP / UDP ports.
 //!
-//! Every read goes through [`Packet::bytes`], which checks the end of the packet first. In XDP
+//! Every read goes through a [`Packet::header`], which checks the end of the packet first. In XDP
 //! that check is the `data + off + N <= data_end` comparison the verifier needs; on the host it
 //! is a slice bound. The walk is `#[inline(always)]` so the kernel programs get straight-line
 //! code with no calls.
@@ -11,18 +11,42 @@ use crate::{Class, PORT_HTTP, PORT_ZAP};
 /// Where the packet bytes live. Implemented for byte slices here and for the XDP context in
 /// the kernel programs.
 pub trait Packet {
-    /// The `N` bytes at `off`, or `None` when they are not all inside the packet.
-    fn bytes<const N: usize>(&self, off: usize) -> Option<[u8; N]>;
+    /// A span of the packet already checked to be in bounds.
+    type Header<'a>: Header
+    where
+        Self: 'a;
+
+    /// The `N` bytes at `off` as one checked header, or `None` when they are not all inside
+    /// the packet. One check per header: reads inside it need no further check, which is
+    /// also the shape the verifier accepts (every read covered by a check on its pointer).
+    fn header<const N: usize>(&self, off: usize) -> Option<Self::Header<'_>>;
+}
+
+/// Reads inside a checked header. Callers pass constant indices below the header's `N`.
+pub trait Header {
+    fn u8(&self, i: usize) -> u8;
+    /// A big-endian (network order) u16 at byte `i`.
+    fn be16(&self, i: usize) -> u16;
 }
 
 impl Packet for [u8] {
+    type Header<'a> = &'a [u8];
+
     #[inline(always)]
-    fn bytes<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
-        let end = off.checked_add(N)?;
-        let src = self.get(off..end)?;
-        let mut out = [0u8; N];
-        out.copy_from_slice(src);
-        Some(out)
+    fn header<const N: usize>(&self, off: usize) -> Option<&[u8]> {
+        self.get(off..off.checked_add(N)?)
+    }
+}
+
+impl Header for &[u8] {
+    #[inline(always)]
+    fn u8(&self, i: usize) -> u8 {
+        self[i]
+    }
+
+    #[inline(always)]
+    fn be16(&self, i: usize) -> u16 {
+        u16::from_be_bytes([self[i], self[i + 1]])
     }
 }
 
@@ -64,12 +88,12 @@ pub struct Malformed;
 
 #[inline(always)]
 fn be16<P: Packet + ?Sized>(p: &P, off: usize) -> Result<u16, Malformed> {
-    p.bytes::<2>(off).map(u16::from_be_bytes).ok_or(Malformed)
+    p.header::<2>(off).map(|h| h.be16(0)).ok_or(Malformed)
 }
 
 #[inline(always)]
 fn byte<P: Packet + ?Sized>(p: &P, off: usize) -> Result<u8, Malformed> {
-    p.bytes::<1>(off).map(|b| b[0]).ok_or(Malformed)
+    p.header::<1>(off).map(|h| h.u8(0)).ok_or(Malformed)
 }
 
 /// Walks the headers of one Ethernet frame.
@@ -106,16 +130,17 @@ pub fn walk<P: Packet + ?Sized>(p: &P) -> Result<Headers, Malformed> {
 fn walk_ipv4<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malformed> {
     // Fixed fields come from one checked 20-byte read: the verifier only trusts reads covered
     // by a check on the same pointer, and the options check below has a variable offset.
-    let ip = p.bytes::<20>(h.l3_off).ok_or(Malformed)?;
-    let ihl = (ip[0] & 0x0f) as usize * 4;
-    if ip[0] >> 4 != 4 || ihl < 20 {
+    let ip = p.header::<20>(h.l3_off).ok_or(Malformed)?;
+    let ver_ihl = ip.u8(0);
+    let ihl = (ver_ihl & 0x0f) as usize * 4;
+    if ver_ihl >> 4 != 4 || ihl < 20 {
         return Err(Malformed);
     }
     // The whole header, options included, must be present.
     byte(p, h.l3_off + ihl - 1)?;
     h.family = Family::V4;
-    h.proto = ip[9];
-    let frag_offset = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
+    h.proto = ip.u8(9);
+    let frag_offset = ip.be16(6) & 0x1fff;
     if frag_offset == 0 {
         h.ports = walk_l4(p, h.proto, h.l3_off + ihl)?;
     }
@@ -124,12 +149,12 @@ fn walk_ipv4<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
 
 #[inline(always)]
 fn walk_ipv6<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malformed> {
-    let ip = p.bytes::<IPV6_HLEN>(h.l3_off).ok_or(Malformed)?;
-    if ip[0] >> 4 != 6 {
+    let ip = p.header::<IPV6_HLEN>(h.l3_off).ok_or(Malformed)?;
+    if ip.u8(0) >> 4 != 6 {
         return Err(Malformed);
     }
     h.family = Family::V6;
-    let mut next = ip[6];
+    let mut next = ip.u8(6);
     let mut off = h.l3_off + IPV6_HLEN;
     let mut first_fragment = true;
     for _ in 0..MAX_IPV6_EXT_HEADERS {
@@ -137,19 +162,19 @@ fn walk_ipv6<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
             break;
         }
         // Every extension header is at least 8 bytes: read them in one check.
-        let ext = p.bytes::<8>(off).ok_or(Malformed)?;
+        let ext = p.header::<8>(off).ok_or(Malformed)?;
         let len = match next {
             // Fragment header: fixed 8 bytes; only the first fragment carries ports.
             44 => {
-                first_fragment = u16::from_be_bytes([ext[2], ext[3]]) >> 3 == 0;
+                first_fragment = ext.be16(2) >> 3 == 0;
                 8
             }
             // Authentication header: (len + 2) * 4 bytes.
-            51 => (ext[1] as usize + 2) * 4,
+            51 => (ext.u8(1) as usize + 2) * 4,
             // Hop-by-hop, routing, destination options: (len + 1) * 8 bytes.
-            _ => (ext[1] as usize + 1) * 8,
+            _ => (ext.u8(1) as usize + 1) * 8,
         };
-        next = ext[0];
+        next = ext.u8(0);
         off += len;
     }
     h.proto = next;
@@ -165,21 +190,18 @@ fn walk_l4<P: Packet + ?Sized>(
     proto: u8,
     off: usize,
 ) -> Result<Option<(u16, u16)>, Malformed> {
-    let ports = |h: &[u8]| {
-        Some((
-            u16::from_be_bytes([h[0], h[1]]),
-            u16::from_be_bytes([h[2], h[3]]),
-        ))
-    };
     match proto {
         IPPROTO_TCP => {
-            let tcp = p.bytes::<20>(off).ok_or(Malformed)?;
-            if tcp[12] >> 4 < 5 {
+            let tcp = p.header::<20>(off).ok_or(Malformed)?;
+            if tcp.u8(12) >> 4 < 5 {
                 return Err(Malformed);
             }
-            Ok(ports(&tcp))
+            Ok(Some((tcp.be16(0), tcp.be16(2))))
         }
-        IPPROTO_UDP => Ok(ports(&p.bytes::<8>(off).ok_or(Malformed)?)),
+        IPPROTO_UDP => {
+            let udp = p.header::<8>(off).ok_or(Malformed)?;
+            Ok(Some((udp.be16(0), udp.be16(2))))
+        }
         _ => Ok(None),
     }
 }

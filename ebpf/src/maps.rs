@@ -1,14 +1,19 @@
 //! Every map the programs share with userspace. Sizes that depend on the machine are set at
 //! load time by userspace; the numbers here are placeholders for those.
-use aya_ebpf::{
-    macros::map,
-    maps::{Array, PerCpuArray},
-};
+use aya_ebpf::{macros::map, maps::PerCpuArray};
 use rxsteer_common::{RxStats, SoftirqStats, XdpTraceStats, PORT_CLASS_ENTRIES};
 
-/// TCP port -> PORT_HTTP / PORT_ZAP / PORT_NONE, written by userspace before attach.
-#[map]
-pub static PORT_CLASS: Array<u8> = Array::with_max_entries(PORT_CLASS_ENTRIES, 0);
+/// TCP port -> PORT_HTTP / PORT_ZAP / PORT_NONE. Read-only global data that userspace fills
+/// at load time (`override_global`): a direct load per packet, where a map lookup measured
+/// about 8 ns more per TCP packet.
+#[unsafe(no_mangle)]
+static PORT_CLASS: [u8; PORT_CLASS_ENTRIES] = [0; PORT_CLASS_ENTRIES];
+
+#[inline(always)]
+pub fn port_class(port: u16) -> u8 {
+    // Volatile: the compiler must not fold the zeros it sees here; the loader replaces them.
+    unsafe { core::ptr::read_volatile(&PORT_CLASS[port as usize]) }
+}
 
 /// Receive counters by class, per CPU (key 0).
 #[map]

@@ -1,7 +1,7 @@
-//! The XDP side of `rxsteer_common::parse::Packet`: a bounds check against `data_end` before
-//! every read, in the form the verifier accepts (blixt's `ptr_at`).
+//! The XDP side of `rxsteer_common::parse::Packet`: one check against `data_end` per header,
+//! in the form the verifier accepts (blixt's `ptr_at`), then direct loads inside it.
 use aya_ebpf::programs::XdpContext;
-use rxsteer_common::parse::Packet;
+use rxsteer_common::parse::{Header, Packet};
 
 pub struct XdpPacket {
     start: usize,
@@ -23,14 +23,33 @@ impl XdpPacket {
     }
 }
 
+/// Start of a header whose `N` bytes were checked to lie inside the packet.
+pub struct XdpHeader(usize);
+
 impl Packet for XdpPacket {
+    type Header<'a> = XdpHeader;
+
     #[inline(always)]
-    fn bytes<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
+    fn header<const N: usize>(&self, off: usize) -> Option<XdpHeader> {
         let at = self.start + off;
         if at + N > self.end {
             return None;
         }
-        // SAFETY: [at, at + N) was just checked to lie inside the packet.
-        Some(unsafe { core::ptr::read_unaligned(at as *const [u8; N]) })
+        Some(XdpHeader(at))
+    }
+}
+
+impl Header for XdpHeader {
+    #[inline(always)]
+    fn u8(&self, i: usize) -> u8 {
+        // SAFETY: i < N, and [at, at + N) was checked to be inside the packet.
+        unsafe { *((self.0 + i) as *const u8) }
+    }
+
+    #[inline(always)]
+    fn be16(&self, i: usize) -> u16 {
+        // SAFETY: as above. Header fields read as u16 sit at even offsets from the frame
+        // start; x86-64 and arm64 JITs load unaligned packet data correctly in any case.
+        u16::from_be(unsafe { *((self.0 + i) as *const u16) })
     }
 }

@@ -4,7 +4,7 @@ use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
 use rxsteer_common::parse::{classify, Family, Verdict};
 
 use crate::{
-    maps::{PORT_CLASS, RX_STATS},
+    maps::{port_class, RX_STATS},
     packet::XdpPacket,
 };
 
@@ -19,11 +19,6 @@ fn try_rx_account(ctx: &XdpContext) -> Result<(), ()> {
     let pkt = XdpPacket::new(ctx);
     let verdict = classify(&pkt, port_class);
     count(&verdict, pkt.len() as u64)
-}
-
-#[inline(always)]
-pub fn port_class(port: u16) -> u8 {
-    PORT_CLASS.get(port as u32).copied().unwrap_or(0)
 }
 
 #[inline(always)]

@@ -3,11 +3,13 @@
 //! once its file descriptors close.
 use anyhow::{anyhow, bail, Context, Result};
 use aya::{
-    maps::{Array, MapData, PerCpuArray},
+    maps::{MapData, PerCpuArray},
     programs::{RawTracePoint, Xdp, XdpMode},
     Ebpf, EbpfLoader,
 };
-use rxsteer_common::{RxStats, SoftirqStats, XdpTraceStats, PORT_HTTP, PORT_ZAP};
+use rxsteer_common::{
+    RxStats, SoftirqStats, XdpTraceStats, PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP,
+};
 use serde::{Deserialize, Serialize};
 
 /// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time.
@@ -30,6 +32,20 @@ pub const XDP_TRACEPOINTS: [&str; 4] = [
 pub struct PortConfig {
     pub http: Vec<u16>,
     pub zap: Vec<u16>,
+}
+
+impl PortConfig {
+    /// The `PORT_CLASS` table the kernel programs read: one byte per TCP port.
+    pub fn class_table(&self) -> Box<[u8; PORT_CLASS_ENTRIES]> {
+        let mut t = Box::new([PORT_NONE; PORT_CLASS_ENTRIES]);
+        for &p in &self.http {
+            t[p as usize] = PORT_HTTP;
+        }
+        for &p in &self.zap {
+            t[p as usize] = PORT_ZAP;
+        }
+        t
+    }
 }
 
 impl Default for PortConfig {
@@ -74,18 +90,11 @@ pub struct Dataplane {
 impl Dataplane {
     /// Loads every program into the kernel (nothing attached yet) and writes the port classes.
     pub fn load(ports: &PortConfig) -> Result<Self> {
+        let classes = ports.class_table();
         let mut ebpf = EbpfLoader::new()
+            .override_global("PORT_CLASS", &*classes, true)
             .load(EBPF_OBJECT)
             .context("loading the eBPF object into the kernel")?;
-        {
-            let mut classes: Array<_, u8> = Array::try_from(map_mut(&mut ebpf, "PORT_CLASS")?)?;
-            for &p in &ports.http {
-                classes.set(p as u32, PORT_HTTP, 0)?;
-            }
-            for &p in &ports.zap {
-                classes.set(p as u32, PORT_ZAP, 0)?;
-            }
-        }
         for name in [RX_ACCOUNT, XDP_PASS] {
             xdp_mut(&mut ebpf, name)?
                 .load()
@@ -183,11 +192,6 @@ impl Counters {
     pub fn xdp_trace(&self) -> Result<Vec<XdpTraceStats>> {
         Ok(self.xdp.get(&0, 0)?.iter().copied().collect())
     }
-}
-
-fn map_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut aya::maps::Map> {
-    ebpf.map_mut(name)
-        .ok_or_else(|| anyhow!("map {name} missing from the eBPF object"))
 }
 
 fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {

@@ -1,4 +1,5 @@
 //! `cargo xtask`: prerequisites, builds and tests for rxsteer.
+mod bench;
 mod cmd;
 mod ensure;
 
@@ -29,6 +30,8 @@ enum Task {
     },
     /// rustfmt check and clippy with warnings denied, on the workspace and the eBPF crate.
     Lint,
+    /// Run the benchmarks and store their raw output under results/ (needs root).
+    Bench,
 }
 
 fn main() {
@@ -65,6 +68,10 @@ fn real_main() -> Result<()> {
                     .args(args)
                     .current_dir(&paths.root),
             )
+        }
+        Task::Bench => {
+            build_ebpf(&paths)?;
+            bench::xdp_ns_per_packet(&paths)
         }
         Task::Lint => {
             build_ebpf(&paths)?;

@@ -1,0 +1,64 @@
+//! `cargo xtask bench`: runs a benchmark and keeps its raw output in a new folder under
+//! results/, named by date, host and bench, so every figure the README quotes has a run behind it.
+use anyhow::{Context, Result};
+use std::{path::PathBuf, process::Stdio};
+
+use crate::{cmd, ensure::Paths};
+
+/// results/<date>-<host>-<name>/, created fresh.
+fn run_dir(paths: &Paths, name: &str) -> Result<PathBuf> {
+    let date = cmd::output(
+        "bench (date)",
+        std::process::Command::new("date").arg("+%Y-%m-%d"),
+    )?;
+    let host =
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_else(|_| "host".into());
+    let mut dir =
+        paths
+            .root
+            .join("results")
+            .join(format!("{}-{}-{name}", date.trim(), host.trim()));
+    let base = dir.clone();
+    let mut n = 2;
+    while dir.exists() {
+        dir = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+pub fn xdp_ns_per_packet(paths: &Paths) -> Result<()> {
+    let dir = run_dir(paths, "xdp-ns-per-packet")?;
+    let out = cmd::cargo(None)
+        .args(["bench", "-p", "rxsteer", "--bench", "xdp_ns_per_packet"])
+        .env("RXSTEER_BENCH_JSON", dir.join("raw.json"))
+        .current_dir(&paths.root)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo bench")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    print!("{text}");
+    if !out.status.success() {
+        anyhow::bail!("bench xdp_ns_per_packet failed ({})", out.status);
+    }
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    std::fs::write(
+        dir.join("output.txt"),
+        format!(
+            "# kernel {}# {cpu}\n# nproc {}\n{text}",
+            kernel,
+            std::thread::available_parallelism()?
+        ),
+    )?;
+    eprintln!("xtask bench: stored in {}", dir.display());
+    Ok(())
+}
