@@ -1,10 +1,13 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod dataplane;
 pub mod iface;
+pub mod lab;
+pub mod lab_cmd;
 pub mod netns;
 pub mod ports;
 pub mod privilege;
 pub mod procfs;
 pub mod sampler;
 pub mod top;
+pub mod traffic;
 pub mod view;

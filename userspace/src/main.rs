@@ -1,5 +1,8 @@
 use clap::{Parser, Subcommand};
-use rxsteer::top::{self, TopArgs};
+use rxsteer::{
+    lab_cmd::{self, LabArgs},
+    top::{self, TopArgs},
+};
 
 #[derive(Parser)]
 #[command(
@@ -17,12 +20,16 @@ enum Cmd {
     /// Attach the observe programs to an interface and show, per CPU and over time, where the
     /// receive work runs: NET_RX softirq time, receive-kthread time, packets.
     Top(TopArgs),
+    /// Build the embedded veth lab (two namespaces, one CPU as the receive core), observe it
+    /// under a bounded load, and tear it down.
+    Lab(LabArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Top(args) => top::run(&args),
+        Cmd::Lab(args) => lab_cmd::run(&args),
     };
     if let Err(e) = result {
         eprintln!("rxsteer: {e:#}");

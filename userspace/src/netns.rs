@@ -115,13 +115,23 @@ fn enter(path: &str) -> Result<()> {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_current_thread(cpu: u32) -> Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked by the libc macro helper.
+    pin_pid(0, cpu)
+}
+
+/// Pins task `pid` (0 = the calling thread) to one CPU.
+pub fn pin_pid(pid: u32, cpu: u32) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET checks the index against the set's size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(
+            pid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ) != 0
+        {
             return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("pinning to CPU {cpu}"));
+                .with_context(|| format!("pinning task {pid} to CPU {cpu}"));
         }
     }
     Ok(())

@@ -12,7 +12,7 @@ use std::{
 };
 
 use crate::{
-    dataplane::{AttachedMode, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    dataplane::{AttachedMode, Counters, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
     iface,
     ports::{check_disjoint, port_list, PortList},
     privilege,
@@ -80,23 +80,59 @@ pub fn run(args: &TopArgs) -> Result<()> {
         args.iface
     );
 
+    let counters = dp.take_counters()?;
+    let output = Output {
+        iface: &args.iface,
+        mode,
+        json: args.json,
+    };
+    let shown = observe(
+        counters,
+        args.interval,
+        args.count,
+        &output,
+        &stop_on_signals()?,
+    );
+    drop(dp);
+    shown
+}
+
+/// A flag set by SIGINT and SIGTERM (instead of dying, so destructors detach and restore).
+pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
-    let (tx, rx) = mpsc::channel();
-    let sampler = Sampler::new(dp.take_counters()?)?;
-    let sampler_thread = spawn_sampler(sampler, args.interval, Arc::clone(&stop), tx);
+    Ok(stop)
+}
 
-    let shown = if args.json {
-        print_json(&rx, &args.iface, mode, args.count, &stop)
+/// Where samples go: JSON lines on stdout or the live view.
+pub struct Output<'a> {
+    pub iface: &'a str,
+    pub mode: AttachedMode,
+    pub json: bool,
+}
+
+/// Samples every `interval` on a sampler thread and shows each sample, until `count` samples,
+/// `stop`, or the user quits the view.
+pub fn observe(
+    counters: Counters,
+    interval: Duration,
+    count: Option<u64>,
+    output: &Output,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    let (tx, rx) = mpsc::channel();
+    let sampler = Sampler::new(counters)?;
+    let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx);
+    let shown = if output.json {
+        print_json(&rx, output.iface, output.mode, count, stop)
     } else {
-        view::run(&rx, &args.iface, mode, args.count, &stop)
+        view::run(&rx, output.iface, output.mode, count, stop)
     };
     stop.store(true, Ordering::SeqCst);
     let sampled = sampler_thread.join().expect("sampler thread panicked");
-    drop(dp);
     shown.and(sampled)
 }
 

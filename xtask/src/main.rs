@@ -2,6 +2,7 @@
 mod bench;
 mod cmd;
 mod ensure;
+mod leftovers;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -32,6 +33,15 @@ enum Task {
     Lint,
     /// Run the benchmarks and store their raw output under results/ (needs root).
     Bench,
+    /// The main job: build, then run the embedded veth lab (`rxsteer lab`); arguments after
+    /// `run` go to it (e.g. -d 20s --json). Needs root.
+    Run {
+        /// A real NIC instead of the lab (not built yet).
+        #[arg(long)]
+        iface: Option<String>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() {
@@ -61,12 +71,36 @@ fn real_main() -> Result<()> {
             if !cmd::is_root() {
                 eprintln!("xtask test: not root: the XDP, tracepoint and netns tests will fail");
             }
-            cmd::run(
+            let tested = cmd::run(
                 "test",
                 cmd::cargo(None)
                     .args(["test", "--workspace", "--"])
                     .args(args)
                     .current_dir(&paths.root),
+            );
+            // Even when tests fail: say what they left on the machine.
+            let clean = leftovers::check();
+            tested.and(clean)
+        }
+        Task::Run { iface, args } => {
+            if let Some(iface) = iface {
+                anyhow::bail!(
+                    "--iface {iface}: runs on a real NIC are not built yet; `rxsteer top --iface \
+                     {iface}` observes one, and `cargo xtask run` without --iface runs the lab"
+                );
+            }
+            build_ebpf(&paths)?;
+            cmd::run(
+                "build rxsteer",
+                cmd::cargo(None)
+                    .args(["build", "--release", "-p", "rxsteer"])
+                    .current_dir(&paths.root),
+            )?;
+            cmd::run(
+                "rxsteer lab",
+                std::process::Command::new(paths.root.join("target/release/rxsteer"))
+                    .arg("lab")
+                    .args(args),
             )
         }
         Task::Bench => {

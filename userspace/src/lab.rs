@@ -1,0 +1,256 @@
+//! The embedded lab: two network namespaces joined by a one-queue veth pair, set up so one CPU
+//! plays the single-queue NIC's interrupt core.
+//!
+//! A plain veth does its receive work on the *sending* CPU, so there is no interrupt core to
+//! relieve. With GRO on and threaded NAPI on the server veth, receive runs in a kernel thread
+//! `napi/<veth>-<id>` that is pinned to `rx_cpu`, whatever CPU sends. The sender's TX checksum
+//! offload is off: native-XDP cpumap redirect on veth drops TCP with partial checksums.
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::process::{Command, Stdio};
+
+use crate::netns::{ip, pin_pid, VethLab};
+use rxsteer_tune::cpus::format_cpu_list;
+
+/// Which CPU does what in the lab.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Roles {
+    /// Runs the server veth's NAPI thread: the stand-in for the NIC's interrupt core.
+    pub rx_cpu: u32,
+    pub server_cpus: Vec<u32>,
+    pub loader_cpus: Vec<u32>,
+}
+
+impl Roles {
+    /// Roles from the user's choices, defaults filled in from the machine's online CPUs.
+    pub fn choose(
+        online: &[u32],
+        rx_cpu: Option<u32>,
+        server: Option<Vec<u32>>,
+        loader: Option<Vec<u32>>,
+    ) -> Result<Self> {
+        let check = |what: &str, cpus: &[u32]| -> Result<()> {
+            if cpus.is_empty() {
+                bail!("{what} is empty");
+            }
+            if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+                bail!(
+                    "CPU {c} in {what} is not online on this machine (online: {})",
+                    format_cpu_list(online)
+                );
+            }
+            Ok(())
+        };
+        let rx = rx_cpu.unwrap_or(online[0]);
+        check("--rx-cpu", &[rx])?;
+        let n = online.len();
+        let others: Vec<u32> = online.iter().copied().filter(|&c| c != rx).collect();
+        // Loaders take the top quarter of the CPUs (at least one); servers the rest. On two
+        // CPUs the loader shares the receive core, as in the measured 2-vCPU baseline.
+        let default_loader: Vec<u32> = match n {
+            1 => vec![rx],
+            2 => vec![rx],
+            _ => others[others.len() - n.div_ceil(4).min(others.len() - 1)..].to_vec(),
+        };
+        let loader = loader.unwrap_or(default_loader);
+        check("--loader-cpus", &loader)?;
+        let server = server.unwrap_or_else(|| {
+            let s: Vec<u32> = others
+                .iter()
+                .copied()
+                .filter(|c| !loader.contains(c))
+                .collect();
+            if s.is_empty() {
+                vec![*others.first().unwrap_or(&rx)]
+            } else {
+                s
+            }
+        });
+        check("--server-cpus", &server)?;
+        Ok(Self {
+            rx_cpu: rx,
+            server_cpus: server,
+            loader_cpus: loader,
+        })
+    }
+
+    /// CPUs steering may move receive work to: server CPUs other than the receive core.
+    pub fn steer_targets(&self) -> Vec<u32> {
+        self.server_cpus
+            .iter()
+            .copied()
+            .filter(|&c| c != self.rx_cpu)
+            .collect()
+    }
+
+    /// What this machine can show, said plainly: with fewer than 4 CPUs no CPU is free of the
+    /// receive core, the server and the loader, so steering can only add work to a busy CPU.
+    pub fn caveat(&self, online: usize) -> Option<String> {
+        (online < 4).then(|| {
+            format!(
+                "this machine has {online} CPUs: steering has no free CPU to move receive work to, \
+                 so the lab measures the mechanics and the cost of steering, not a gain \
+                 (a 2-vCPU baseline measured RPS and cpumap 30-40% below untuned); a gain needs >= 4 CPUs"
+            )
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "receive (NAPI) CPU {}, server CPUs {}, loader CPUs {}, steering targets {}",
+            self.rx_cpu,
+            format_cpu_list(&self.server_cpus),
+            format_cpu_list(&self.loader_cpus),
+            match self.steer_targets() {
+                t if t.is_empty() => "none".to_string(),
+                t => format_cpu_list(&t),
+            }
+        )
+    }
+}
+
+/// Tag of the embedded lab: fixed, so a lab left by a crashed run is found and removed.
+pub const LAB_TAG: &str = "lab";
+
+/// The embedded lab, torn down (namespaces, veths, NAPI thread) when dropped.
+pub struct EmbeddedLab {
+    pub veth: VethLab,
+    pub napi_pid: u32,
+}
+
+impl EmbeddedLab {
+    /// Removes namespaces an earlier, killed run left behind. Returns their names.
+    pub fn remove_leftovers() -> Result<Vec<String>> {
+        let listed = ip(&["netns", "list"])?;
+        let ours: Vec<String> = listed
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| *n == format!("rxs-{LAB_TAG}-s") || *n == format!("rxs-{LAB_TAG}-c"))
+            .map(str::to_string)
+            .collect();
+        for n in &ours {
+            ip(&["netns", "del", n])?;
+        }
+        Ok(ours)
+    }
+
+    pub fn create(roles: &Roles) -> Result<Self> {
+        let veth = VethLab::create(LAB_TAG, 1)?;
+        ethtool(veth.server.name(), &["-K", &veth.server_dev, "gro", "on"])?;
+        ethtool(veth.client.name(), &["-K", &veth.client_dev, "tx", "off"])?;
+        write_sysfs(
+            veth.server.name(),
+            &format!("/sys/class/net/{}/threaded", veth.server_dev),
+            "1",
+        )?;
+        let napi_pid = napi_thread(&veth.server_dev)?;
+        pin_pid(napi_pid, roles.rx_cpu)?;
+        Ok(Self { veth, napi_pid })
+    }
+}
+
+fn ethtool(ns: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ethtool"])
+        .args(args)
+        .output()
+        .context("running ethtool")?;
+    if !out.status.success() {
+        bail!(
+            "ethtool {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Writes a sysfs file of a device inside `ns`: sysfs shows the devices of the namespace it
+/// was mounted in, so the write goes through `ip netns exec` (which mounts the right one).
+fn write_sysfs(ns: &str, path: &str, value: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "tee", path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running tee")?;
+    child.stdin.take().unwrap().write_all(value.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "writing {value} to {path}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The pid of the threaded-NAPI kthread of `dev` (comm `napi/<dev>-<id>`).
+fn napi_thread(dev: &str) -> Result<u32> {
+    let prefix = format!("napi/{dev}-");
+    for _ in 0..50 {
+        for entry in std::fs::read_dir("/proc")?.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.starts_with(&prefix))
+            {
+                return Ok(pid);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    bail!("no threaded NAPI kthread {prefix}* appeared after enabling threaded NAPI on {dev}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_roles_by_cpu_count() {
+        let r = Roles::choose(&[0, 1], None, None, None).unwrap();
+        assert_eq!(
+            (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
+            (0, vec![1], vec![0])
+        );
+        assert_eq!(r.steer_targets(), vec![1]);
+        assert!(r.caveat(2).unwrap().contains("not a gain"));
+        let r = Roles::choose(&[0, 1, 2, 3], None, None, None).unwrap();
+        assert_eq!(
+            (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
+            (0, vec![1, 2], vec![3])
+        );
+        assert!(r.caveat(4).is_none());
+        let twenty: Vec<u32> = (0..20).collect();
+        let r = Roles::choose(&twenty, None, None, None).unwrap();
+        assert_eq!(r.loader_cpus, (15..20).collect::<Vec<_>>());
+        assert_eq!(r.server_cpus, (1..15).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn roles_must_fit_the_machine() {
+        let err = Roles::choose(&[0, 1], Some(5), None, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "CPU 5 in --rx-cpu is not online on this machine (online: 0-1)"
+        );
+        let err = Roles::choose(&[0, 1], None, Some(vec![1, 2]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("CPU 2 in --server-cpus"), "{err}");
+        let err = Roles::choose(&[0, 1], None, Some(vec![]), None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "--server-cpus is empty");
+    }
+}

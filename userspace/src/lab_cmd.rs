@@ -1,0 +1,134 @@
+//! `rxsteer lab`: build the embedded lab, observe its receive path under a bounded load, tear
+//! it down. The steering comparison (none / rps / cpumap) builds on this.
+use anyhow::Result;
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use crate::{
+    dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    lab::{EmbeddedLab, Roles},
+    privilege::{self, Cap},
+    top::{observe, parse_interval, stop_on_signals, Output},
+    traffic::EchoLoad,
+};
+use rxsteer_tune::cpus::{online_cpus, parse_cpu_list};
+
+#[derive(clap::Args, Debug)]
+pub struct LabArgs {
+    /// How long to drive load (bounded; the run stops by itself).
+    #[arg(long, short = 'd', default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Sampling interval.
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// One JSON line per interval instead of the live view.
+    #[arg(long, alias = "no-tui")]
+    pub json: bool,
+    /// CPU that runs the server veth's receive (NAPI) thread: the stand-in NIC interrupt core.
+    #[arg(long)]
+    pub rx_cpu: Option<u32>,
+    /// CPUs for the server side (list, e.g. 1-3).
+    #[arg(long, value_parser = cpu_list)]
+    pub server_cpus: Option<Vec<u32>>,
+    /// CPUs for the load side.
+    #[arg(long, value_parser = cpu_list)]
+    pub loader_cpus: Option<Vec<u32>>,
+    /// Concurrent connections, one request in flight each.
+    #[arg(long, short = 'c', default_value = "16", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub connections: u16,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) {
+        return Err(format!("duration {s:?} must be between 1s and 1h"));
+    }
+    Ok(d)
+}
+
+fn cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    parse_cpu_list(s).map_err(|e| e.to_string())
+}
+
+/// Port of the lab's load (counted as HTTP by rx_account).
+const LAB_PORT: u16 = 8080;
+
+pub fn run(args: &LabArgs) -> Result<()> {
+    privilege::require(
+        "rxsteer lab",
+        &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
+    )?;
+    let online = online_cpus()?;
+    let roles = Roles::choose(
+        &online,
+        args.rx_cpu,
+        args.server_cpus.clone(),
+        args.loader_cpus.clone(),
+    )?;
+    for n in EmbeddedLab::remove_leftovers()? {
+        eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
+    }
+    eprintln!("rxsteer lab: {}", roles.describe());
+    if let Some(c) = roles.caveat(online.len()) {
+        eprintln!("rxsteer lab: note: {c}");
+    }
+    let lab = EmbeddedLab::create(&roles)?;
+    let dev = lab.veth.server_dev.clone();
+    let (dp, counters) = lab
+        .veth
+        .server
+        .spawn(None, move || {
+            let mut dp = Dataplane::load(&PortConfig::default())?;
+            dp.attach_tracepoints()?;
+            dp.attach_xdp(RX_ACCOUNT, &dev, XdpModeChoice::Drv)?;
+            let counters = dp.take_counters()?;
+            Ok((dp, counters))
+        })
+        .join()
+        .expect("attach thread")?;
+    eprintln!(
+        "rxsteer lab: observing {} (XDP driver mode), NAPI thread {} pinned to CPU {}; load: \
+         {} connections of 64-byte TCP request/response for {:?} (a built-in interim load: rxload \
+         and the none/rps/cpumap comparison are not built yet)",
+        lab.veth.server_dev, lab.napi_pid, roles.rx_cpu, args.connections, args.duration
+    );
+    let stop = stop_on_signals()?;
+    let start = Instant::now();
+    let load = EchoLoad::start(
+        &lab.veth.server,
+        &lab.veth.client,
+        (lab.veth.server_ip, LAB_PORT),
+        &roles.server_cpus,
+        &roles.loader_cpus,
+        args.connections as usize,
+        start + args.duration,
+        Arc::clone(&stop),
+    )?;
+    let intervals = (args.duration.as_secs_f64() / args.interval.as_secs_f64()).floor() as u64;
+    let output = Output {
+        iface: &lab.veth.server_dev,
+        mode: crate::dataplane::AttachedMode::Drv,
+        json: args.json,
+    };
+    let observed = observe(
+        counters,
+        args.interval,
+        Some(intervals.max(1)),
+        &output,
+        &stop,
+    );
+    stop.store(true, Ordering::SeqCst);
+    let exchanges = load.join();
+    let elapsed = start.elapsed().as_secs_f64();
+    drop(dp);
+    drop(lab);
+    observed?;
+    let exchanges = exchanges?;
+    eprintln!(
+        "rxsteer lab: {exchanges} request/response exchanges in {elapsed:.1} s = {:.0} per second; lab removed",
+        exchanges as f64 / elapsed
+    );
+    Ok(())
+}

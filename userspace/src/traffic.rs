@@ -1,0 +1,133 @@
+//! A bounded closed-loop TCP request/response load for the lab, until rxload (the real load
+//! generator, its own issue) replaces it: one request in flight per connection, fixed-size
+//! echo, every exchange counted. It stops by itself at the deadline.
+use anyhow::Result;
+use std::{
+    io::{Read, Write},
+    net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use crate::netns::Netns;
+
+pub const REQUEST_BYTES: usize = 64;
+
+pub struct EchoLoad {
+    threads: Vec<JoinHandle<Result<()>>>,
+    pub exchanges: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl EchoLoad {
+    /// Echo servers in `server` (one per CPU in `server_cpus`, sharing the port through
+    /// SO_REUSEPORT is not needed: one listener, accept threads per CPU) and `connections`
+    /// clients in `client`, spread over `loader_cpus`, until `deadline` or `stop`.
+    pub fn start(
+        server: &Netns,
+        client: &Netns,
+        addr: (Ipv4Addr, u16),
+        server_cpus: &[u32],
+        loader_cpus: &[u32],
+        connections: usize,
+        deadline: Instant,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self> {
+        let exchanges = Arc::new(AtomicU64::new(0));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let listener_thread = server.spawn(Some(server_cpus[0]), move || {
+            let l = TcpListener::bind(addr)?;
+            ready_tx.send(l.try_clone()?).ok();
+            Ok(())
+        });
+        listener_thread.join().expect("listener thread")?;
+        let listener = ready_rx.recv()?;
+        listener.set_nonblocking(true)?;
+        let mut threads = Vec::new();
+        for i in 0..connections {
+            let l = listener.try_clone()?;
+            let (st, s_stop) = (server_cpus[i % server_cpus.len()], Arc::clone(&stop));
+            threads.push(server.spawn(Some(st), move || serve_one(&l, deadline, &s_stop)));
+        }
+        for i in 0..connections {
+            let (lt, c_stop, n) = (
+                loader_cpus[i % loader_cpus.len()],
+                Arc::clone(&stop),
+                Arc::clone(&exchanges),
+            );
+            threads.push(client.spawn(Some(lt), move || drive(addr, deadline, &c_stop, &n)));
+        }
+        Ok(Self {
+            threads,
+            exchanges,
+            stop,
+        })
+    }
+
+    /// Waits for every thread; the first error wins.
+    pub fn join(self) -> Result<u64> {
+        let mut first = Ok(());
+        for t in self.threads {
+            let r = t.join().expect("load thread panicked");
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        first.map(|_| self.exchanges.load(Ordering::SeqCst))
+    }
+}
+
+fn running(deadline: Instant, stop: &AtomicBool) -> bool {
+    Instant::now() < deadline && !stop.load(Ordering::SeqCst)
+}
+
+fn serve_one(l: &TcpListener, deadline: Instant, stop: &AtomicBool) -> Result<()> {
+    let mut conn = loop {
+        match l.accept() {
+            Ok((c, _)) => break c,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !running(deadline, stop) {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    conn.set_nonblocking(false)?;
+    conn.set_nodelay(true)?;
+    conn.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let mut buf = [0u8; REQUEST_BYTES];
+    while running(deadline, stop) {
+        match conn.read_exact(&mut buf) {
+            Ok(()) => conn.write_all(&buf)?,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn drive(addr: (Ipv4Addr, u16), deadline: Instant, stop: &AtomicBool, n: &AtomicU64) -> Result<()> {
+    let mut s = TcpStream::connect_timeout(&SocketAddr::from(addr), Duration::from_secs(2))?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let req = [b'q'; REQUEST_BYTES];
+    let mut resp = [0u8; REQUEST_BYTES];
+    while running(deadline, stop) {
+        s.write_all(&req)?;
+        s.read_exact(&mut resp)?;
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
