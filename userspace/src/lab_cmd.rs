@@ -97,11 +97,9 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let stop = stop_on_signals()?;
     let start = Instant::now();
     let load = EchoLoad::start(
-        &lab.veth.server,
-        &lab.veth.client,
-        (lab.veth.server_ip, LAB_PORT),
-        &roles.server_cpus,
-        &roles.loader_cpus,
+        &lab.veth,
+        LAB_PORT,
+        &roles,
         args.connections as usize,
         start + args.duration,
         Arc::clone(&stop),

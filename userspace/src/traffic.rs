@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::netns::Netns;
+use crate::{lab::Roles, netns::VethLab};
 
 pub const REQUEST_BYTES: usize = 64;
 
@@ -24,19 +24,20 @@ pub struct EchoLoad {
 }
 
 impl EchoLoad {
-    /// Echo servers in `server` (one per CPU in `server_cpus`, sharing the port through
-    /// SO_REUSEPORT is not needed: one listener, accept threads per CPU) and `connections`
-    /// clients in `client`, spread over `loader_cpus`, until `deadline` or `stop`.
+    /// One listener on `port` in the lab's server namespace, one accepting echo thread per
+    /// connection spread over the server CPUs, and `connections` clients in the client
+    /// namespace spread over the loader CPUs, until `deadline` or `stop`.
     pub fn start(
-        server: &Netns,
-        client: &Netns,
-        addr: (Ipv4Addr, u16),
-        server_cpus: &[u32],
-        loader_cpus: &[u32],
+        lab: &VethLab,
+        port: u16,
+        roles: &Roles,
         connections: usize,
         deadline: Instant,
         stop: Arc<AtomicBool>,
     ) -> Result<Self> {
+        let (server, client) = (&lab.server, &lab.client);
+        let addr = (lab.server_ip, port);
+        let (server_cpus, loader_cpus) = (&roles.server_cpus, &roles.loader_cpus);
         let exchanges = Arc::new(AtomicU64::new(0));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let listener_thread = server.spawn(Some(server_cpus[0]), move || {
