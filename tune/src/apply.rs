@@ -1,0 +1,387 @@
+//! Apply a profile (snapshot first, stop and roll back on the first failed write), revert
+//! exactly, and show current / profile / snapshot side by side.
+use std::path::{Path, PathBuf};
+
+use crate::{
+    cpus::parse_cpumask,
+    profile::Setting,
+    state::{Entry, StateFile},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("reading {name} ({path}): {source}")]
+    Read {
+        name: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing {value:?} to {name} ({path}) failed: {source}; the {reverted} value(s) already written were put back")]
+    Write {
+        name: String,
+        path: PathBuf,
+        value: String,
+        source: std::io::Error,
+        reverted: usize,
+    },
+    #[error("state file {path}: {source}")]
+    State {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("revert could not restore {0}")]
+    Revert(String),
+}
+
+/// One line of a plan: a setting with its current, wanted and snapshot values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub name: String,
+    pub path: PathBuf,
+    pub current: String,
+    pub target: String,
+    pub snapshot: Option<String>,
+    pub skipped: Option<String>,
+}
+
+impl Change {
+    pub fn needs_write(&self) -> bool {
+        self.skipped.is_none() && !same_value(&self.path, &self.current, &self.target)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub changes: Vec<Change>,
+}
+
+impl Plan {
+    pub fn writes(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.needs_write())
+    }
+}
+
+/// The file's content exactly as read (newline included), so revert can restore it byte for
+/// byte; comparisons ignore the difference.
+fn read(name: &str, path: &Path) -> Result<String, TuneError> {
+    std::fs::read_to_string(path).map_err(|source| TuneError::Read {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Values compare by meaning: whitespace-separated fields alike (`4096\t131072` = `4096 131072`),
+/// cpumasks as CPU sets (`0` = `00000000`).
+fn same_value(path: &Path, a: &str, b: &str) -> bool {
+    let is_mask = path
+        .file_name()
+        .and_then(|f| f.to_str())
+        .is_some_and(|f| f.ends_with("_cpus"));
+    if is_mask {
+        if let (Ok(x), Ok(y)) = (parse_cpumask(a), parse_cpumask(b)) {
+            return x == y;
+        }
+    }
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
+/// What applying `settings` would change, given the snapshot (if any).
+pub fn show(settings: &[Setting], state: Option<&StateFile>) -> Result<Plan, TuneError> {
+    let mut changes = Vec::new();
+    for s in settings {
+        let current = if s.skipped.is_some() && !s.path.exists() {
+            String::new()
+        } else {
+            read(&s.name, &s.path)?
+        };
+        changes.push(Change {
+            name: s.name.clone(),
+            path: s.path.clone(),
+            current,
+            target: s.value.clone(),
+            snapshot: state
+                .and_then(|st| st.original_of(&s.path))
+                .map(str::to_string),
+            skipped: s.skipped.clone(),
+        });
+    }
+    Ok(Plan { changes })
+}
+
+/// Applies `settings`. Every original value is saved in the state file at `state_path` before
+/// the first write; a state file left by an earlier apply keeps its (older, true) originals.
+/// With `dry_run`, nothing is written. Applying twice writes nothing the second time.
+pub fn apply(
+    settings: &[Setting],
+    state_path: &Path,
+    fresh: StateFile,
+    dry_run: bool,
+) -> Result<Plan, TuneError> {
+    let state_err = |source| TuneError::State {
+        path: state_path.to_path_buf(),
+        source,
+    };
+    let mut state = StateFile::load(state_path)
+        .map_err(state_err)?
+        .unwrap_or(fresh.clone());
+    let plan = show(settings, Some(&state))?;
+    if dry_run {
+        return Ok(plan);
+    }
+    let mut recorded = false;
+    for c in plan.changes.iter().filter(|c| c.skipped.is_none()) {
+        if state.original_of(&c.path).is_none() {
+            state.entries.push(Entry {
+                name: c.name.clone(),
+                path: c.path.clone(),
+                original: c.current.clone(),
+            });
+            recorded = true;
+        }
+    }
+    if recorded || state.pid != fresh.pid || state.profile != fresh.profile {
+        state.pid = fresh.pid;
+        state.profile = fresh.profile.clone();
+        state.save(state_path).map_err(state_err)?;
+    }
+    let mut written: Vec<&Change> = Vec::new();
+    for c in plan.writes() {
+        if let Err(source) = std::fs::write(&c.path, &c.target) {
+            // Put back what this apply changed, newest first, then say which key failed.
+            let reverted = written.len();
+            for w in written.iter().rev() {
+                let _ = std::fs::write(&w.path, &w.current);
+            }
+            return Err(TuneError::Write {
+                name: c.name.clone(),
+                path: c.path.clone(),
+                value: c.target.clone(),
+                source,
+                reverted,
+            });
+        }
+        written.push(c);
+    }
+    Ok(plan)
+}
+
+/// Writes every original value in the state file back, then removes the file. Returns what it
+/// changed (entries whose value already matched are not written). A value that cannot be
+/// restored is reported and the state file is kept, so a later revert can try again.
+pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
+    let state_err = |source| TuneError::State {
+        path: state_path.to_path_buf(),
+        source,
+    };
+    let Some(state) = StateFile::load(state_path).map_err(state_err)? else {
+        return Ok(Vec::new());
+    };
+    let mut restored = Vec::new();
+    let mut failed = Vec::new();
+    for e in &state.entries {
+        let current = match read(&e.name, &e.path) {
+            Ok(c) => c,
+            // The device went away (a removed lab veth): nothing left to restore there.
+            Err(TuneError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                continue
+            }
+            Err(err) => {
+                failed.push(format!("{}: {err}", e.name));
+                continue;
+            }
+        };
+        // Bytes, not meaning: revert promises the file reads back exactly as it was.
+        if current == e.original {
+            continue;
+        }
+        match std::fs::write(&e.path, &e.original) {
+            Ok(()) => restored.push(Change {
+                name: e.name.clone(),
+                path: e.path.clone(),
+                current,
+                target: e.original.clone(),
+                snapshot: Some(e.original.clone()),
+                skipped: None,
+            }),
+            Err(err) => failed.push(format!("{} ({}): {err}", e.name, e.path.display())),
+        }
+    }
+    if !failed.is_empty() {
+        return Err(TuneError::Revert(failed.join("; ")));
+    }
+    std::fs::remove_file(state_path).map_err(state_err)?;
+    Ok(restored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{profile, Profile, ProfileInput};
+    use std::fs;
+
+    /// A scratch tree with the files a 1-queue NIC and the sysctls have.
+    fn fake_host(tag: &str) -> (PathBuf, ProfileInput) {
+        let root = std::env::temp_dir().join(format!("rxsteer-tune-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let q = root.join("sys/class/net/eth9/queues");
+        fs::create_dir_all(q.join("rx-0")).unwrap();
+        fs::create_dir_all(q.join("tx-0")).unwrap();
+        fs::write(q.join("rx-0/rps_cpus"), "00000\n").unwrap();
+        fs::write(q.join("rx-0/rps_flow_cnt"), "0\n").unwrap();
+        fs::write(q.join("tx-0/xps_cpus"), "00000\n").unwrap();
+        for (name, _, _) in crate::sysctl::REFERENCE {
+            let p = root.join(crate::sysctl::path(name).strip_prefix("/").unwrap());
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            let v = if name.ends_with("_rmem") {
+                "4096\t131072\t6291456\n"
+            } else {
+                "7\n"
+            };
+            fs::write(p, v).unwrap();
+        }
+        let p = root.join("proc/sys/net/core/rps_sock_flow_entries");
+        fs::write(p, "0\n").unwrap();
+        let input = ProfileInput {
+            iface: "eth9".into(),
+            cpus: (0..20).collect(),
+            nr_cpu_ids: 20,
+            root_netns: true,
+            root: root.clone(),
+        };
+        (root, input)
+    }
+
+    fn snapshot_of(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut all = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if !p.ends_with("state") {
+                        stack.push(p);
+                    }
+                } else {
+                    all.push((p.clone(), fs::read(&p).unwrap()));
+                }
+            }
+        }
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn apply_twice_then_revert_restores_every_byte() {
+        let (root, input) = fake_host("cycle");
+        let before = snapshot_of(&root);
+        let state = root.join("state/tune.json");
+        let settings = profile(Profile::Rps, &input);
+        let plan = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        assert!(plan.writes().count() > 10);
+        let rq = root.join("sys/class/net/eth9/queues/rx-0");
+        assert_eq!(fs::read_to_string(rq.join("rps_cpus")).unwrap(), "fffff");
+        assert_eq!(
+            fs::read_to_string(rq.join("rps_flow_cnt")).unwrap(),
+            "65536"
+        );
+        // A second apply finds nothing to write.
+        let again = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        assert_eq!(again.writes().count(), 0);
+        // Switching profile keeps the first originals; revert restores them byte for byte.
+        let cpumap = profile(Profile::Cpumap, &input);
+        apply(&cpumap, &state, StateFile::new(1, "eth9", "cpumap"), false).unwrap();
+        assert_eq!(
+            parse_cpumask(&fs::read_to_string(rq.join("rps_cpus")).unwrap()).unwrap(),
+            Vec::<u32>::new()
+        );
+        let restored = revert(&state).unwrap();
+        assert!(!restored.is_empty());
+        assert_eq!(snapshot_of(&root), before);
+        assert!(!state.exists(), "state file removed after a full revert");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn dry_run_writes_nothing() {
+        let (root, input) = fake_host("dry");
+        let before = snapshot_of(&root);
+        let state = root.join("state/tune.json");
+        let plan = apply(
+            &profile(Profile::Rps, &input),
+            &state,
+            StateFile::new(1, "eth9", "rps"),
+            true,
+        )
+        .unwrap();
+        assert!(plan.writes().count() > 0);
+        assert_eq!(snapshot_of(&root), before);
+        assert!(!state.exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_rolls_back_and_names_the_key() {
+        let (root, input) = fake_host("fail");
+        let before = snapshot_of(&root);
+        // A file that reads but refuses writes, even from root: /proc/version.
+        let bad = root.join("proc/sys/net/core/somaxconn");
+        fs::remove_file(&bad).unwrap();
+        std::os::unix::fs::symlink("/proc/version", &bad).unwrap();
+        let state = root.join("state/tune.json");
+        let settings = profile(Profile::Rps, &input);
+        let err = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("net.core.somaxconn"), "{msg}");
+        assert!(msg.contains("put back"), "{msg}");
+        fs::remove_file(&bad).unwrap();
+        fs::write(&bad, "7\n").unwrap();
+        assert_eq!(
+            snapshot_of(&root),
+            before,
+            "everything written before the failure is back"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn globals_are_not_written_inside_a_namespace() {
+        let (root, mut input) = fake_host("ns");
+        input.root_netns = false;
+        let settings = profile(Profile::Rps, &input);
+        let backlog = settings
+            .iter()
+            .find(|s| s.name == "net.core.netdev_max_backlog")
+            .unwrap();
+        assert!(backlog.skipped.as_deref().unwrap().contains("global"));
+        let somaxconn = settings
+            .iter()
+            .find(|s| s.name == "net.core.somaxconn")
+            .unwrap();
+        assert_eq!(somaxconn.skipped, None);
+        let state = root.join("state/tune.json");
+        apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        let p = root.join("proc/sys/net/core/netdev_max_backlog");
+        assert_eq!(fs::read_to_string(p).unwrap(), "7\n");
+        revert(&state).unwrap();
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn values_compare_by_meaning() {
+        assert!(same_value(
+            Path::new("/x/tcp_rmem"),
+            "4096\t131072\t6291456",
+            "4096 131072 6291456"
+        ));
+        assert!(same_value(
+            Path::new("/x/rps_cpus"),
+            "00000000,00000003",
+            "3"
+        ));
+        assert!(!same_value(Path::new("/x/rps_cpus"), "1", "3"));
+        assert!(!same_value(Path::new("/x/somaxconn"), "4096", "65535"));
+    }
+}

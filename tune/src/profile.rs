@@ -1,0 +1,129 @@
+//! Profiles: what each steering mode wants the host to look like.
+//!
+//! - `rps`: the reference tune.sh: RPS on every RX queue (mask of the chosen CPUs), RFS
+//!   (`rps_flow_cnt` per queue, `rps_sock_flow_entries`), XPS on every TX queue, and the
+//!   reference sysctls.
+//! - `cpumap`: the same sysctls with RPS, RFS and XPS off. With RPS on, packets cpumap already
+//!   moved would be steered a second time.
+//! - `none`: nothing to apply: everything goes back to the snapshot (revert).
+use std::path::{Path, PathBuf};
+
+use crate::{
+    cpus::cpumask,
+    sysctl::{self, Scope, REFERENCE, RFS_FLOW_ENTRIES, RPS_SOCK_FLOW_ENTRIES},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Rps,
+    Cpumap,
+    None,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Rps => "rps",
+            Profile::Cpumap => "cpumap",
+            Profile::None => "none",
+        }
+    }
+}
+
+/// One value a profile wants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// `net.core.somaxconn` or `eth0 rx-0/rps_cpus`.
+    pub name: String,
+    pub path: PathBuf,
+    pub value: String,
+    /// Why this setting is not applied here (a global sysctl inside a namespace, a file this
+    /// kernel or device does not have).
+    pub skipped: Option<String>,
+}
+
+/// What a profile is computed from.
+#[derive(Clone, Debug)]
+pub struct ProfileInput {
+    pub iface: String,
+    /// CPUs RPS and XPS may use (the allowlist).
+    pub cpus: Vec<u32>,
+    /// Number of CPU ids (highest possible + 1): the width of the masks the kernel prints.
+    pub nr_cpu_ids: u32,
+    /// True in the root network namespace: only there are global sysctls written.
+    pub root_netns: bool,
+    /// `/` on a real machine; a scratch tree in tests.
+    pub root: PathBuf,
+}
+
+fn under(root: &Path, abs: &Path) -> PathBuf {
+    root.join(abs.strip_prefix("/").unwrap_or(abs))
+}
+
+/// The queue directories (`rx-0`, `rx-1`, ... or `tx-*`) of the interface, sorted.
+pub fn queues(input: &ProfileInput, prefix: &str) -> Vec<String> {
+    let dir = under(
+        &input.root,
+        Path::new(&format!("/sys/class/net/{}/queues", input.iface)),
+    );
+    let mut q: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    q.sort_by_key(|n| n[prefix.len()..].parse::<u32>().unwrap_or(u32::MAX));
+    q
+}
+
+pub fn profile(p: Profile, input: &ProfileInput) -> Vec<Setting> {
+    if p == Profile::None {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let rps_on = p == Profile::Rps;
+    let mask = cpumask(if rps_on { &input.cpus } else { &[] }, input.nr_cpu_ids);
+    let rx = queues(input, "rx-");
+    // The kernel's advice: the global flow table divided among the RX queues.
+    let flow_cnt = if rps_on {
+        (RFS_FLOW_ENTRIES / rx.len().max(1) as u32).min(65536)
+    } else {
+        0
+    };
+    let file = |q: &str, f: &str, value: String| {
+        let abs = PathBuf::from(format!("/sys/class/net/{}/queues/{q}/{f}", input.iface));
+        Setting {
+            name: format!("{} {q}/{f}", input.iface),
+            path: under(&input.root, &abs),
+            value,
+            skipped: None,
+        }
+    };
+    for q in &rx {
+        out.push(file(q, "rps_cpus", mask.clone()));
+        out.push(file(q, "rps_flow_cnt", flow_cnt.to_string()));
+    }
+    for q in queues(input, "tx-") {
+        out.push(file(&q, "xps_cpus", mask.clone()));
+    }
+    let rfs = if rps_on { RFS_FLOW_ENTRIES } else { 0 };
+    let sysctls = std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))
+        .chain(REFERENCE.iter().map(|&(n, v, s)| (n, v.to_string(), s)));
+    for (name, value, scope) in sysctls {
+        out.push(Setting {
+            name: name.to_string(),
+            path: under(&input.root, &sysctl::path(name)),
+            value,
+            skipped: (scope == Scope::Global && !input.root_netns)
+                .then(|| "global sysctl: left alone inside a network namespace".to_string()),
+        });
+    }
+    for s in &mut out {
+        if s.skipped.is_none() && !s.path.exists() {
+            s.skipped = Some("not present on this kernel or device".to_string());
+        }
+    }
+    out
+}

@@ -1,0 +1,126 @@
+//! The state file: every original value, written before the first change, so that revert,
+//! `rxsteer restore` and the next start can put the machine back after any kind of exit.
+use serde::{Deserialize, Serialize};
+use std::{
+    io::Write,
+    os::unix::fs::{DirBuilderExt, OpenOptionsExt},
+    path::{Path, PathBuf},
+};
+
+/// Where state files live: tmpfs, so a reboot (which resets these values anyway) clears them.
+pub const STATE_DIR: &str = "/run/rxsteer";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// `net.core.somaxconn` or `rx-0/rps_cpus`: what the user sees.
+    pub name: String,
+    pub path: PathBuf,
+    /// The value read before rxsteer first wrote it, exactly as read (trailing newline included).
+    pub original: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateFile {
+    pub version: u32,
+    /// The network namespace the values belong to.
+    pub netns_inode: u64,
+    /// The rxsteer process that owns the changes (a dead owner means a crash: restore).
+    pub pid: u32,
+    pub iface: String,
+    pub profile: String,
+    pub entries: Vec<Entry>,
+}
+
+impl StateFile {
+    pub fn new(netns_inode: u64, iface: &str, profile: &str) -> Self {
+        Self {
+            version: 1,
+            netns_inode,
+            pid: std::process::id(),
+            iface: iface.to_string(),
+            profile: profile.to_string(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// The state file for one network namespace.
+    pub fn path_in(dir: &Path, netns_inode: u64) -> PathBuf {
+        dir.join(format!("tune-netns-{netns_inode}.json"))
+    }
+
+    pub fn load(path: &Path) -> std::io::Result<Option<Self>> {
+        match std::fs::read_to_string(path) {
+            Ok(s) => serde_json::from_str(&s).map(Some).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes atomically (temp file + rename) with mode 0600 in a 0700 directory.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let tmp = path.with_extension("json.tmp");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    }
+
+    pub fn original_of(&self, path: &Path) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|e| e.path == path)
+            .map(|e| e.original.as_str())
+    }
+
+    /// True while the owning process still runs.
+    pub fn owner_alive(&self) -> bool {
+        self.pid == std::process::id() || Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_safe_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("rxsteer-state-{}", std::process::id()));
+        let path = StateFile::path_in(&dir, 42);
+        let mut s = StateFile::new(42, "eth0", "rps");
+        s.entries.push(Entry {
+            name: "a".into(),
+            path: "/x".into(),
+            original: "1\t2".into(),
+        });
+        s.save(&path).unwrap();
+        assert_eq!(StateFile::load(&path).unwrap(), Some(s.clone()));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(s.original_of(Path::new("/x")), Some("1\t2"));
+        assert!(s.owner_alive());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(StateFile::load(&path).unwrap(), None);
+    }
+}
