@@ -163,12 +163,66 @@ impl XdpTraceStats {
     }
 }
 
+/// Steering sets: which CPUs each kind of traffic is spread over.
+pub const STEER_HTTP: usize = 0;
+pub const STEER_ZAP: usize = 1;
+/// Other TCP and other IP traffic.
+pub const STEER_OTHER: usize = 2;
+pub const N_STEER_SETS: usize = 3;
+/// Largest steering set (and highest CPU id + 1 a set may name is the cpumap size).
+pub const MAX_STEER_CPUS: usize = 256;
+
+/// The steering configuration, a read-only global the loader fills. A set of length 0 means
+/// "do not steer this traffic" (XDP_PASS on the receiving CPU).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SteerConfig {
+    pub len: [u32; N_STEER_SETS],
+    pub cpus: [[u32; MAX_STEER_CPUS]; N_STEER_SETS],
+}
+
+impl SteerConfig {
+    pub const EMPTY: Self = Self {
+        len: [0; N_STEER_SETS],
+        cpus: [[0; MAX_STEER_CPUS]; N_STEER_SETS],
+    };
+
+    /// Which set a class is steered by, if any (non-IP and malformed frames never move).
+    pub const fn set_of(class: Class) -> Option<usize> {
+        match class {
+            Class::Http => Some(STEER_HTTP),
+            Class::Zap => Some(STEER_ZAP),
+            Class::OtherTcp | Class::OtherIp => Some(STEER_OTHER),
+            Class::NonIp | Class::Malformed => None,
+        }
+    }
+}
+
+/// Per-CPU counters of the steering program on the receiving CPU (key 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SteerStats {
+    /// Frames handed to `bpf_redirect_map`, by class.
+    pub redirected: [u64; N_CLASSES],
+    /// Frames passed because the chosen cpumap entry was missing.
+    pub fallback: u64,
+}
+
+impl SteerStats {
+    pub const ZERO: Self = Self {
+        redirected: [0; N_CLASSES],
+        fallback: 0,
+    };
+}
+
 #[cfg(feature = "user")]
 mod pod {
-    // SAFETY: all three are repr(C) structs of u64 fields and arrays with no padding.
+    // SAFETY: repr(C) structs of u64 / u32 fields and arrays, with no padding.
     unsafe impl aya::Pod for super::RxStats {}
     unsafe impl aya::Pod for super::SoftirqStats {}
     unsafe impl aya::Pod for super::XdpTraceStats {}
+    unsafe impl aya::Pod for super::SteerConfig {}
+    unsafe impl aya::Pod for super::SteerStats {}
 }
 
 #[cfg(any(test, feature = "frames"))]

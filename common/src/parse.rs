@@ -219,7 +219,13 @@ pub struct Verdict {
 /// service's connections land in its class.
 #[inline(always)]
 pub fn classify<P: Packet + ?Sized>(p: &P, port_class: impl Fn(u16) -> u8) -> Verdict {
-    let h = match walk(p) {
+    classify_headers(&walk(p), port_class)
+}
+
+/// [`classify`] for headers already walked (the steering program needs both).
+#[inline(always)]
+pub fn classify_headers(h: &Result<Headers, Malformed>, port_class: impl Fn(u16) -> u8) -> Verdict {
+    let h = match h {
         Ok(h) => h,
         Err(Malformed) => {
             return Verdict {
@@ -248,4 +254,46 @@ pub fn classify<P: Packet + ?Sized>(p: &P, port_class: impl Fn(u16) -> u8) -> Ve
         family: h.family,
         vlan: h.vlan,
     }
+}
+
+#[inline(always)]
+fn mix(h: u32, word: u32) -> u32 {
+    (h ^ word).wrapping_mul(0x9e37_79b1).rotate_left(13)
+}
+
+/// Hash of the 5-tuple (source and destination address, ports, protocol), IPv4 or IPv6.
+/// Unlike an address-pair hash, the many connections of one client spread over the set.
+/// Non-first fragments carry no ports and hash with ports 0. `None` for non-IP.
+#[inline(always)]
+pub fn flow_hash<P: Packet + ?Sized>(p: &P, h: &Headers) -> Option<u32> {
+    let (sport, dport) = h.ports.unwrap_or((0, 0));
+    let mut x = mix(0x5eed_1234, ((sport as u32) << 16) | dport as u32);
+    x = mix(x, h.proto as u32);
+    match h.family {
+        Family::V4 => {
+            let a = p.header::<8>(h.l3_off + 12)?;
+            for i in 0..2 {
+                x = mix(x, ((a.be16(4 * i) as u32) << 16) | a.be16(4 * i + 2) as u32);
+            }
+        }
+        Family::V6 => {
+            let a = p.header::<32>(h.l3_off + 8)?;
+            for i in 0..8 {
+                x = mix(x, ((a.be16(4 * i) as u32) << 16) | a.be16(4 * i + 2) as u32);
+            }
+        }
+        Family::None => return None,
+    }
+    // murmur3's finaliser: every input bit reaches every output bit.
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85eb_ca6b);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xc2b2_ae35);
+    Some(x ^ (x >> 16))
+}
+
+/// Index into a set of `len` CPUs for `hash`, without a division: (hash * len) >> 32.
+#[inline(always)]
+pub fn pick(hash: u32, len: u32) -> u32 {
+    ((hash as u64 * len as u64) >> 32) as u32
 }

@@ -6,6 +6,7 @@ mod maps;
 mod packet;
 mod rx_account;
 mod softirq;
+mod steer;
 mod xdp_trace;
 
 #[cfg(not(test))]

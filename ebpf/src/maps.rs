@@ -1,7 +1,12 @@
 //! Every map the programs share with userspace. Sizes that depend on the machine are set at
 //! load time by userspace; the numbers here are placeholders for those.
-use aya_ebpf::{macros::map, maps::PerCpuArray};
-use rxsteer_common::{RxStats, SoftirqStats, XdpTraceStats, PORT_CLASS_ENTRIES};
+use aya_ebpf::{
+    macros::map,
+    maps::{CpuMap, PerCpuArray},
+};
+use rxsteer_common::{
+    RxStats, SoftirqStats, SteerConfig, SteerStats, XdpTraceStats, PORT_CLASS_ENTRIES,
+};
 
 /// TCP port -> PORT_HTTP / PORT_ZAP / PORT_NONE. Read-only global data that userspace fills
 /// at load time (`override_global`): a direct load per packet, where a map lookup measured
@@ -26,3 +31,26 @@ pub static SOFTIRQ_STATS: PerCpuArray<SoftirqStats> = PerCpuArray::with_max_entr
 /// xdp:* tracepoint counters, per CPU (key 0).
 #[map]
 pub static XDP_TRACE: PerCpuArray<XdpTraceStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Which CPUs each kind of traffic is spread over: read-only global data set at load time.
+#[unsafe(no_mangle)]
+static STEER: SteerConfig = SteerConfig::EMPTY;
+
+#[inline(always)]
+pub fn steer_config() -> &'static SteerConfig {
+    // SAFETY: a static; read through a volatile pointer so the zeros here are not folded.
+    unsafe { &*core::ptr::read_volatile(&(&STEER as *const SteerConfig)) }
+}
+
+/// CPU index -> cpumap entry (queue + the on_cpu program). Sized at load time to the
+/// machine's possible CPUs (a larger size fails with E2BIG).
+#[map]
+pub static CPUMAP: CpuMap = CpuMap::with_max_entries(1, 0);
+
+/// What `on_cpu` saw arrive on each target CPU, by class (key 0).
+#[map]
+pub static ON_CPU_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Redirect outcomes on the receiving CPU (key 0).
+#[map]
+pub static STEER_STATS: PerCpuArray<SteerStats> = PerCpuArray::with_max_entries(1, 0);

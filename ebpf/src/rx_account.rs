@@ -1,7 +1,10 @@
 //! `rx_account`: observe-only XDP. Classifies every frame and counts packets and bytes per
 //! class on the CPU that received it. Always XDP_PASS, whatever it finds.
-use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
-use rxsteer_common::parse::{classify, Family, Verdict};
+use aya_ebpf::{bindings::xdp_action, macros::xdp, maps::PerCpuArray, programs::XdpContext};
+use rxsteer_common::{
+    parse::{classify, Family, Verdict},
+    RxStats,
+};
 
 use crate::{
     maps::{port_class, RX_STATS},
@@ -18,12 +21,13 @@ pub fn rx_account(ctx: XdpContext) -> u32 {
 fn try_rx_account(ctx: &XdpContext) -> Result<(), ()> {
     let pkt = XdpPacket::new(ctx);
     let verdict = classify(&pkt, port_class);
-    count(&verdict, pkt.len() as u64)
+    count(&RX_STATS, &verdict, pkt.len() as u64)
 }
 
+/// Adds one frame to `map` (RX_STATS on the receiving CPU, ON_CPU_STATS on a cpumap target).
 #[inline(always)]
-pub fn count(v: &Verdict, len: u64) -> Result<(), ()> {
-    let stats = RX_STATS.get_ptr_mut(0).ok_or(())?;
+pub fn count(map: &PerCpuArray<RxStats>, v: &Verdict, len: u64) -> Result<(), ()> {
+    let stats = map.get_ptr_mut(0).ok_or(())?;
     // SAFETY: per-CPU value of this CPU; XDP runs with preemption disabled.
     let stats = unsafe { &mut *stats };
     let i = v.class.index();

@@ -3,13 +3,15 @@
 //! once its file descriptors close.
 use anyhow::{anyhow, bail, Context, Result};
 use aya::{
-    maps::{MapData, PerCpuArray},
+    maps::{CpuMap, MapData, PerCpuArray},
     programs::{RawTracePoint, Xdp, XdpMode},
     Ebpf, EbpfLoader,
 };
 use rxsteer_common::{
-    RxStats, SoftirqStats, XdpTraceStats, PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP,
+    RxStats, SoftirqStats, SteerConfig, SteerStats, XdpTraceStats, MAX_STEER_CPUS,
+    PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
 };
+use rxsteer_tune::cpus::format_cpu_list;
 use serde::{Deserialize, Serialize};
 
 /// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time.
@@ -18,6 +20,11 @@ pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_O
 /// XDP programs in the object.
 pub const RX_ACCOUNT: &str = "rx_account";
 pub const XDP_PASS: &str = "xdp_pass";
+pub const STEER: &str = "steer";
+/// Runs on each cpumap entry's CPU.
+pub const ON_CPU: &str = "on_cpu";
+/// Largest cpumap queue the kernel accepts.
+pub const MAX_QSIZE: u32 = 16384;
 /// Raw tracepoint programs, each attached to the tracepoint of the same name.
 pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
 pub const XDP_TRACEPOINTS: [&str; 4] = [
@@ -57,6 +64,79 @@ impl Default for PortConfig {
     }
 }
 
+/// Which CPUs the steering program spreads each kind of traffic over.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SteerSets {
+    pub http: Vec<u32>,
+    pub zap: Vec<u32>,
+    /// Other TCP and IP traffic; empty = leave it on the receiving CPU.
+    pub other: Vec<u32>,
+}
+
+impl SteerSets {
+    /// Every set within the online CPUs and the size limit; HTTP and ZAP sets disjoint; at
+    /// least one set non-empty.
+    pub fn validate(&self, online: &[u32]) -> Result<()> {
+        for (flag, set) in [
+            ("--http-cpus", &self.http),
+            ("--zap-cpus", &self.zap),
+            ("--other-cpus", &self.other),
+        ] {
+            if let Some(c) = set.iter().find(|c| !online.contains(c)) {
+                bail!(
+                    "CPU {c} in {flag} is not online on this machine (online: {})",
+                    format_cpu_list(online)
+                );
+            }
+            if set.len() > MAX_STEER_CPUS {
+                bail!("{flag} names {} CPUs; at most {MAX_STEER_CPUS}", set.len());
+            }
+        }
+        if let Some(c) = self.http.iter().find(|c| self.zap.contains(c)) {
+            bail!("CPU {c} is in both --http-cpus and --zap-cpus: give each service its own CPUs");
+        }
+        if self.http.is_empty() && self.zap.is_empty() && self.other.is_empty() {
+            bail!("every steering set is empty: nothing would be steered");
+        }
+        Ok(())
+    }
+
+    /// The read-only global the steering program reads.
+    pub fn config(&self) -> Box<SteerConfig> {
+        let mut c = Box::new(SteerConfig::EMPTY);
+        for (i, set) in [
+            (STEER_HTTP, &self.http),
+            (STEER_ZAP, &self.zap),
+            (STEER_OTHER, &self.other),
+        ] {
+            c.len[i] = set.len() as u32;
+            c.cpus[i][..set.len()].copy_from_slice(set);
+        }
+        c
+    }
+
+    /// Every CPU any set names: each needs a cpumap entry.
+    pub fn all_cpus(&self) -> Vec<u32> {
+        let mut all: Vec<u32> = self
+            .http
+            .iter()
+            .chain(&self.zap)
+            .chain(&self.other)
+            .copied()
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+/// Highest possible CPU id + 1: the largest cpumap the kernel accepts.
+pub fn nr_cpu_ids() -> Result<u32> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
+    let cpus = rxsteer_tune::cpus::parse_cpu_list(&s)?;
+    Ok(cpus.last().map_or(1, |c| c + 1))
+}
+
 /// `--xdp-mode`: what the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum XdpModeChoice {
@@ -88,14 +168,23 @@ pub struct Dataplane {
 }
 
 impl Dataplane {
-    /// Loads every program into the kernel (nothing attached yet) and writes the port classes.
+    /// Loads every program into the kernel (nothing attached yet), no steering sets.
     pub fn load(ports: &PortConfig) -> Result<Self> {
+        Self::load_with(ports, &SteerSets::default())
+    }
+
+    /// Loads every program with the port classes and steering sets baked into their
+    /// read-only data, and the cpumap sized to this machine's possible CPUs.
+    pub fn load_with(ports: &PortConfig, steer: &SteerSets) -> Result<Self> {
         let classes = ports.class_table();
+        let steer_cfg = steer.config();
         let mut ebpf = EbpfLoader::new()
             .override_global("PORT_CLASS", &*classes, true)
+            .override_global("STEER", &*steer_cfg, true)
+            .map_max_entries("CPUMAP", nr_cpu_ids()?)
             .load(EBPF_OBJECT)
             .context("loading the eBPF object into the kernel")?;
-        for name in [RX_ACCOUNT, XDP_PASS] {
+        for name in [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU] {
             xdp_mut(&mut ebpf, name)?
                 .load()
                 .with_context(|| format!("verifying XDP program {name}"))?;
@@ -116,6 +205,26 @@ impl Dataplane {
                 .map_err(|e| {
                     anyhow!("this kernel has no usable tracepoint {name} (attach failed: {e})")
                 })?;
+        }
+        Ok(())
+    }
+
+    /// Creates a cpumap entry (a `qsize`-frame ring and its kthread, running `on_cpu`) for
+    /// every CPU of `steer`. Call before attaching the steering program.
+    pub fn fill_cpumap(&mut self, steer: &SteerSets, qsize: u32) -> Result<()> {
+        if qsize == 0 || qsize > MAX_QSIZE {
+            bail!("--qsize {qsize} is out of range (1-{MAX_QSIZE})");
+        }
+        let on_cpu = xdp_mut(&mut self.ebpf, ON_CPU)?.fd()?.try_clone()?;
+        let map = self
+            .ebpf
+            .map_mut("CPUMAP")
+            .ok_or_else(|| anyhow!("map CPUMAP missing"))?;
+        let mut cpumap: CpuMap<_> = CpuMap::try_from(map)?;
+        for cpu in steer.all_cpus() {
+            cpumap.set(cpu, qsize, Some(&on_cpu), 0).with_context(|| {
+                format!("creating the cpumap entry for CPU {cpu} (qsize {qsize})")
+            })?;
         }
         Ok(())
     }
@@ -169,6 +278,8 @@ impl Dataplane {
             rx: PerCpuArray::try_from(take("RX_STATS")?)?,
             softirq: PerCpuArray::try_from(take("SOFTIRQ_STATS")?)?,
             xdp: PerCpuArray::try_from(take("XDP_TRACE")?)?,
+            on_cpu: PerCpuArray::try_from(take("ON_CPU_STATS")?)?,
+            steer: PerCpuArray::try_from(take("STEER_STATS")?)?,
         })
     }
 }
@@ -178,6 +289,8 @@ pub struct Counters {
     rx: PerCpuArray<MapData, RxStats>,
     softirq: PerCpuArray<MapData, SoftirqStats>,
     xdp: PerCpuArray<MapData, XdpTraceStats>,
+    on_cpu: PerCpuArray<MapData, RxStats>,
+    steer: PerCpuArray<MapData, SteerStats>,
 }
 
 impl Counters {
@@ -191,6 +304,15 @@ impl Counters {
 
     pub fn xdp_trace(&self) -> Result<Vec<XdpTraceStats>> {
         Ok(self.xdp.get(&0, 0)?.iter().copied().collect())
+    }
+
+    /// What `on_cpu` counted arriving on each cpumap target CPU.
+    pub fn on_cpu(&self) -> Result<Vec<RxStats>> {
+        Ok(self.on_cpu.get(&0, 0)?.iter().copied().collect())
+    }
+
+    pub fn steer(&self) -> Result<Vec<SteerStats>> {
+        Ok(self.steer.get(&0, 0)?.iter().copied().collect())
     }
 }
 

@@ -3,7 +3,8 @@
 //! view only draws what it sends (bpftop's split).
 use anyhow::Result;
 use rxsteer_common::{
-    RxStats, SoftirqStats, XdpTraceStats, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX, SOFTIRQ_NET_TX,
+    RxStats, SoftirqStats, SteerStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ,
+    SOFTIRQ_NET_RX, SOFTIRQ_NET_TX,
 };
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, time::Instant};
@@ -25,7 +26,7 @@ pub struct ClassPackets {
 }
 
 impl ClassPackets {
-    fn from_array(a: &[u64; rxsteer_common::N_CLASSES]) -> Self {
+    fn from_array(a: &[u64; N_CLASSES]) -> Self {
         let [http, zap, tcp, ip, non_ip, malformed] = *a;
         Self {
             http,
@@ -65,6 +66,13 @@ pub struct CpuSample {
     /// Frames this CPU enqueued into cpumap rings, and those dropped on a full ring.
     pub enqueue_frames: u64,
     pub enqueue_drops: u64,
+    /// Frames the cpumap entry's program counted arriving on this CPU (cpumap mode).
+    pub arrived_packets: u64,
+    pub arrived_class: ClassPackets,
+    /// Frames this CPU's steering program redirected, and those passed because the chosen
+    /// cpumap entry was missing.
+    pub steered_packets: u64,
+    pub steer_fallback: u64,
     pub softnet: Softnet,
 }
 
@@ -100,6 +108,8 @@ struct Snapshot {
     rx: Vec<RxStats>,
     softirq: Vec<SoftirqStats>,
     xdp: Vec<XdpTraceStats>,
+    on_cpu: Vec<RxStats>,
+    steer: Vec<SteerStats>,
     softnet: BTreeMap<u32, Softnet>,
     kthreads: Vec<KthreadTime>,
 }
@@ -138,6 +148,8 @@ fn snapshot(c: &Counters) -> Result<Snapshot> {
         rx: c.rx()?,
         softirq: c.softirq()?,
         xdp: c.xdp_trace()?,
+        on_cpu: c.on_cpu()?,
+        steer: c.steer()?,
         softnet: procfs::softnet_stat()?,
         kthreads: procfs::receive_kthreads()?,
     })
@@ -168,10 +180,18 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             at(&prev.xdp, cpu, XdpTraceStats::ZERO),
             at(&now.xdp, cpu, XdpTraceStats::ZERO),
         );
-        let mut class = [0u64; rxsteer_common::N_CLASSES];
-        for (i, c) in class.iter_mut().enumerate() {
-            *c = r1.packets[i].saturating_sub(r0.packets[i]);
-        }
+        let class = class_delta(&r0, &r1);
+        let arrived = class_delta(
+            &at(&prev.on_cpu, cpu, RxStats::ZERO),
+            &at(&now.on_cpu, cpu, RxStats::ZERO),
+        );
+        let (st0, st1) = (
+            at(&prev.steer, cpu, SteerStats::ZERO),
+            at(&now.steer, cpu, SteerStats::ZERO),
+        );
+        let steered: u64 = (0..N_CLASSES)
+            .map(|i| st1.redirected[i].saturating_sub(st0.redirected[i]))
+            .sum();
         let mut softirq_ns = [0u64; N_SOFTIRQ];
         let mut softirq_runs = [0u64; N_SOFTIRQ];
         for v in 0..N_SOFTIRQ {
@@ -208,6 +228,10 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
             enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
             enqueue_drops: x1.enqueue_drops.saturating_sub(x0.enqueue_drops),
+            arrived_packets: arrived.iter().sum(),
+            arrived_class: ClassPackets::from_array(&arrived),
+            steered_packets: steered,
+            steer_fallback: st1.fallback.saturating_sub(st0.fallback),
             softnet,
         });
     }
@@ -218,6 +242,14 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
         .map(|(e, &n)| (e.to_string(), n))
         .collect();
     sample
+}
+
+fn class_delta(a: &RxStats, b: &RxStats) -> [u64; N_CLASSES] {
+    let mut d = [0u64; N_CLASSES];
+    for (i, c) in d.iter_mut().enumerate() {
+        *c = b.packets[i].saturating_sub(a.packets[i]);
+    }
+    d
 }
 
 /// Per CPU: (cpumap ns, napi ns) run in the interval. A thread that appeared mid-interval
@@ -283,6 +315,8 @@ mod tests {
             rx: vec![RxStats::ZERO, rx],
             softirq: vec![SoftirqStats::ZERO, si],
             xdp: vec![XdpTraceStats::ZERO, x],
+            on_cpu: vec![],
+            steer: vec![],
             softnet: BTreeMap::new(),
             kthreads: vec![],
         };

@@ -1,0 +1,59 @@
+//! `steer`: the receiving CPU's XDP program in cpumap mode. It counts like `rx_account`, then
+//! hashes the 5-tuple and redirects the frame into the cpumap entry of a CPU from the set
+//! configured for its class. The same flow always maps to the same CPU (no reordering).
+//! `on_cpu` runs on the target CPU for every frame that arrives there.
+use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
+use rxsteer_common::{
+    parse::{classify, classify_headers, flow_hash, pick, walk},
+    SteerConfig, MAX_STEER_CPUS,
+};
+
+use crate::{
+    maps::{port_class, steer_config, CPUMAP, ON_CPU_STATS, RX_STATS, STEER_STATS},
+    packet::XdpPacket,
+    rx_account::count,
+};
+
+#[xdp]
+pub fn steer(ctx: XdpContext) -> u32 {
+    try_steer(&ctx).unwrap_or(xdp_action::XDP_PASS)
+}
+
+#[inline(always)]
+fn try_steer(ctx: &XdpContext) -> Result<u32, ()> {
+    let pkt = XdpPacket::new(ctx);
+    let headers = walk(&pkt);
+    let verdict = classify_headers(&headers, port_class);
+    count(&RX_STATS, &verdict, pkt.len() as u64)?;
+    let set = SteerConfig::set_of(verdict.class).ok_or(())?;
+    let cfg = steer_config();
+    let len = *cfg.len.get(set).ok_or(())?;
+    if len == 0 {
+        return Ok(xdp_action::XDP_PASS);
+    }
+    let h = headers.map_err(|_| ())?;
+    let hash = flow_hash(&pkt, &h).ok_or(())?;
+    let idx = pick(hash, len) as usize & (MAX_STEER_CPUS - 1);
+    let cpu = cfg.cpus[set][idx];
+    let stats = STEER_STATS.get_ptr_mut(0).ok_or(())?;
+    // A missing cpumap entry falls back to XDP_PASS (counted), rather than a silent drop.
+    match CPUMAP.redirect(cpu, xdp_action::XDP_PASS as u64) {
+        Ok(action) => {
+            // SAFETY: this CPU's value; XDP runs with preemption disabled.
+            unsafe { (*stats).redirected[verdict.class.index()] += 1 };
+            Ok(action)
+        }
+        Err(action) => {
+            unsafe { (*stats).fallback += 1 };
+            Ok(action)
+        }
+    }
+}
+
+/// Runs on the cpumap target CPU for every frame steered there: the proof of where it went.
+#[xdp(map = "cpumap")]
+pub fn on_cpu(ctx: XdpContext) -> u32 {
+    let pkt = XdpPacket::new(&ctx);
+    let _ = count(&ON_CPU_STATS, &classify(&pkt, port_class), pkt.len() as u64);
+    xdp_action::XDP_PASS
+}
