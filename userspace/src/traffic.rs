@@ -1,7 +1,7 @@
 //! A bounded closed-loop TCP request/response load for the lab, until rxload (the real load
 //! generator, its own issue) replaces it: one request in flight per connection, fixed-size
 //! echo, every exchange counted. It stops by itself at the deadline.
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::{
     io::{Read, Write},
     net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream},
@@ -87,12 +87,18 @@ fn running(deadline: Instant, stop: &AtomicBool) -> bool {
     Instant::now() < deadline && !stop.load(Ordering::SeqCst)
 }
 
+/// Servers outlive the clients' deadline by this much, so every client ends its last exchange
+/// and closes first; a server still waiting then gives up.
+const SERVER_GRACE: Duration = Duration::from_secs(3);
+
+/// Echoes one connection until its client closes it.
 fn serve_one(l: &TcpListener, deadline: Instant, stop: &AtomicBool) -> Result<()> {
+    let hard_stop = deadline + SERVER_GRACE;
     let mut conn = loop {
         match l.accept() {
             Ok((c, _)) => break c,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if !running(deadline, stop) {
+                if Instant::now() > hard_stop || stop.load(Ordering::SeqCst) {
                     return Ok(());
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -120,15 +126,18 @@ fn serve_one(l: &TcpListener, deadline: Instant, stop: &AtomicBool) -> Result<()
 }
 
 fn drive(addr: (Ipv4Addr, u16), deadline: Instant, stop: &AtomicBool, n: &AtomicU64) -> Result<()> {
-    let mut s = TcpStream::connect_timeout(&SocketAddr::from(addr), Duration::from_secs(2))?;
+    let mut s = TcpStream::connect_timeout(&SocketAddr::from(addr), Duration::from_secs(2))
+        .context("lab load: connect")?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     let req = [b'q'; REQUEST_BYTES];
     let mut resp = [0u8; REQUEST_BYTES];
     while running(deadline, stop) {
-        s.write_all(&req)?;
-        s.read_exact(&mut resp)?;
+        s.write_all(&req).context("lab load: client write")?;
+        s.read_exact(&mut resp).context("lab load: client read")?;
         n.fetch_add(1, Ordering::Relaxed);
     }
+    // Close first, with no request outstanding: the server sees EOF and ends cleanly.
+    s.shutdown(std::net::Shutdown::Both).ok();
     Ok(())
 }
