@@ -140,8 +140,8 @@ pub fn apply(
             recorded = true;
         }
     }
-    if recorded || state.pid != fresh.pid || state.profile != fresh.profile {
-        state.pid = fresh.pid;
+    if recorded || state.session_pid != fresh.session_pid || state.profile != fresh.profile {
+        state.session_pid = fresh.session_pid;
         state.profile = fresh.profile.clone();
         state.save(state_path).map_err(state_err)?;
     }
@@ -279,7 +279,13 @@ mod tests {
         let before = snapshot_of(&root);
         let state = root.join("state/tune.json");
         let settings = profile(Profile::Rps, &input);
-        let plan = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        let plan = apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "rps", None),
+            false,
+        )
+        .unwrap();
         assert!(plan.writes().count() > 10);
         let rq = root.join("sys/class/net/eth9/queues/rx-0");
         assert_eq!(fs::read_to_string(rq.join("rps_cpus")).unwrap(), "fffff");
@@ -288,11 +294,23 @@ mod tests {
             "65536"
         );
         // A second apply finds nothing to write.
-        let again = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        let again = apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "rps", None),
+            false,
+        )
+        .unwrap();
         assert_eq!(again.writes().count(), 0);
         // Switching profile keeps the first originals; revert restores them byte for byte.
         let cpumap = profile(Profile::Cpumap, &input);
-        apply(&cpumap, &state, StateFile::new(1, "eth9", "cpumap"), false).unwrap();
+        apply(
+            &cpumap,
+            &state,
+            StateFile::new(1, "eth9", "cpumap", None),
+            false,
+        )
+        .unwrap();
         assert_eq!(
             parse_cpumask(&fs::read_to_string(rq.join("rps_cpus")).unwrap()).unwrap(),
             Vec::<u32>::new()
@@ -312,7 +330,7 @@ mod tests {
         let plan = apply(
             &profile(Profile::Rps, &input),
             &state,
-            StateFile::new(1, "eth9", "rps"),
+            StateFile::new(1, "eth9", "rps", None),
             true,
         )
         .unwrap();
@@ -332,7 +350,13 @@ mod tests {
         std::os::unix::fs::symlink("/proc/version", &bad).unwrap();
         let state = root.join("state/tune.json");
         let settings = profile(Profile::Rps, &input);
-        let err = apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap_err();
+        let err = apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "rps", None),
+            false,
+        )
+        .unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("net.core.somaxconn"), "{msg}");
         assert!(msg.contains("put back"), "{msg}");
@@ -362,7 +386,13 @@ mod tests {
             .unwrap();
         assert_eq!(somaxconn.skipped, None);
         let state = root.join("state/tune.json");
-        apply(&settings, &state, StateFile::new(1, "eth9", "rps"), false).unwrap();
+        apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "rps", None),
+            false,
+        )
+        .unwrap();
         let p = root.join("proc/sys/net/core/netdev_max_backlog");
         assert_eq!(fs::read_to_string(p).unwrap(), "7\n");
         revert(&state).unwrap();

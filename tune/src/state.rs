@@ -24,19 +24,21 @@ pub struct StateFile {
     pub version: u32,
     /// The network namespace the values belong to.
     pub netns_inode: u64,
-    /// The rxsteer process that owns the changes (a dead owner means a crash: restore).
-    pub pid: u32,
+    /// The rxsteer session that owns the changes and reverts them when it ends; a dead owner
+    /// means it crashed, and the next start restores. `None`: an explicit `tune apply`, kept
+    /// until `tune revert` or `restore`.
+    pub session_pid: Option<u32>,
     pub iface: String,
     pub profile: String,
     pub entries: Vec<Entry>,
 }
 
 impl StateFile {
-    pub fn new(netns_inode: u64, iface: &str, profile: &str) -> Self {
+    pub fn new(netns_inode: u64, iface: &str, profile: &str, session_pid: Option<u32>) -> Self {
         Self {
             version: 1,
             netns_inode,
-            pid: std::process::id(),
+            session_pid,
             iface: iface.to_string(),
             profile: profile.to_string(),
             entries: Vec::new(),
@@ -87,9 +89,16 @@ impl StateFile {
             .map(|e| e.original.as_str())
     }
 
-    /// True while the owning process still runs.
-    pub fn owner_alive(&self) -> bool {
-        self.pid == std::process::id() || Path::new(&format!("/proc/{}", self.pid)).exists()
+    /// The owning session's pid while it still runs (never this process).
+    pub fn live_owner(&self) -> Option<u32> {
+        self.session_pid
+            .filter(|&p| p != std::process::id() && Path::new(&format!("/proc/{p}")).exists())
+    }
+
+    /// Left by a session that did not exit cleanly.
+    pub fn crashed(&self) -> bool {
+        self.session_pid
+            .is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists())
     }
 }
 
@@ -102,7 +111,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("rxsteer-state-{}", std::process::id()));
         let path = StateFile::path_in(&dir, 42);
-        let mut s = StateFile::new(42, "eth0", "rps");
+        let mut s = StateFile::new(42, "eth0", "rps", Some(std::process::id()));
         s.entries.push(Entry {
             name: "a".into(),
             path: "/x".into(),
@@ -119,7 +128,11 @@ mod tests {
             0o700
         );
         assert_eq!(s.original_of(Path::new("/x")), Some("1\t2"));
-        assert!(s.owner_alive());
+        assert_eq!(s.live_owner(), None, "this process is not another owner");
+        assert!(!s.crashed());
+        let dead = StateFile::new(42, "eth0", "rps", Some(u32::MAX - 1));
+        assert!(dead.crashed());
+        assert!(!StateFile::new(42, "eth0", "rps", None).crashed());
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(StateFile::load(&path).unwrap(), None);
     }

@@ -74,14 +74,25 @@ pub fn netns_inode(pid: &str) -> std::io::Result<u64> {
     Ok(std::fs::metadata(format!("/proc/{pid}/ns/net"))?.ino())
 }
 
-/// True when this process shares init's network namespace.
+/// True when this process is in the initial network namespace. Compared with kthreadd
+/// (pid 2): kernel threads always live there, and sandboxes that hide pid 1's namespace files
+/// still show its. If even that is hidden: only the initial namespace has the global
+/// `netdev_max_backlog` sysctl.
 pub fn in_root_netns() -> std::io::Result<bool> {
-    Ok(netns_inode("self")? == netns_inode("1")?)
+    match netns_inode("2") {
+        Ok(init) => Ok(netns_inode("self")? == init),
+        Err(_) => Ok(std::path::Path::new("/proc/sys/net/core/netdev_max_backlog").exists()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_test_runs_in_the_root_namespace() {
+        assert!(in_root_netns().unwrap());
+    }
 
     #[test]
     fn paths_and_scopes() {

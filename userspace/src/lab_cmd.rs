@@ -7,13 +7,14 @@ use std::{
 };
 
 use crate::{
+    cpu_arg::{cpu_list, CpuList},
     dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
     lab::{EmbeddedLab, Roles},
     privilege::{self, Cap},
     top::{observe, parse_interval, stop_on_signals, Output},
     traffic::EchoLoad,
 };
-use rxsteer_tune::cpus::{online_cpus, parse_cpu_list};
+use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]
 pub struct LabArgs {
@@ -31,10 +32,10 @@ pub struct LabArgs {
     pub rx_cpu: Option<u32>,
     /// CPUs for the server side (list, e.g. 1-3).
     #[arg(long, value_parser = cpu_list)]
-    pub server_cpus: Option<Vec<u32>>,
+    pub server_cpus: Option<CpuList>,
     /// CPUs for the load side.
     #[arg(long, value_parser = cpu_list)]
-    pub loader_cpus: Option<Vec<u32>>,
+    pub loader_cpus: Option<CpuList>,
     /// Concurrent connections, one request in flight each.
     #[arg(long, short = 'c', default_value = "16", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub connections: u16,
@@ -46,10 +47,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("duration {s:?} must be between 1s and 1h"));
     }
     Ok(d)
-}
-
-fn cpu_list(s: &str) -> Result<Vec<u32>, String> {
-    parse_cpu_list(s).map_err(|e| e.to_string())
 }
 
 /// Port of the lab's load (counted as HTTP by rx_account).
@@ -64,8 +61,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let roles = Roles::choose(
         &online,
         args.rx_cpu,
-        args.server_cpus.clone(),
-        args.loader_cpus.clone(),
+        args.server_cpus.clone().map(|c| c.0),
+        args.loader_cpus.clone().map(|c| c.0),
     )?;
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");

@@ -1,5 +1,8 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
+pub mod attach_cmd;
+pub mod cpu_arg;
 pub mod dataplane;
+pub mod host;
 pub mod iface;
 pub mod lab;
 pub mod lab_cmd;
@@ -10,4 +13,5 @@ pub mod procfs;
 pub mod sampler;
 pub mod top;
 pub mod traffic;
+pub mod tune_cmd;
 pub mod view;

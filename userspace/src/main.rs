@@ -1,7 +1,9 @@
 use clap::{Parser, Subcommand};
 use rxsteer::{
+    attach_cmd::{self, AttachArgs},
     lab_cmd::{self, LabArgs},
     top::{self, TopArgs},
+    tune_cmd::{self, TuneCmd},
 };
 
 #[derive(Parser)]
@@ -23,6 +25,14 @@ enum Cmd {
     /// Build the embedded veth lab (two namespaces, one CPU as the receive core), observe it
     /// under a bounded load, and tear it down.
     Lab(LabArgs),
+    /// Put one steering mode in place (cpumap, rps or none), exclusively, observe it, and undo
+    /// it all on exit.
+    Attach(AttachArgs),
+    /// Host tuning profiles with snapshot and revert.
+    #[command(subcommand)]
+    Tune(TuneCmd),
+    /// Put back whatever rxsteer changed in this network namespace (after a crash).
+    Restore,
 }
 
 fn main() {
@@ -30,8 +40,20 @@ fn main() {
     let result = match cli.cmd {
         Cmd::Top(args) => top::run(&args),
         Cmd::Lab(args) => lab_cmd::run(&args),
+        Cmd::Attach(args) => attach_cmd::run(&args),
+        Cmd::Tune(cmd) => tune_cmd::run(&cmd),
+        Cmd::Restore => tune_cmd::restore(),
     };
     if let Err(e) = result {
+        // A reader that closed our stdout early (`| head`): everything was already cleaned up
+        // on the way out; end quietly with the status a SIGPIPE death would give.
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if broken_pipe {
+            std::process::exit(141);
+        }
         eprintln!("rxsteer: {e:#}");
         std::process::exit(1);
     }

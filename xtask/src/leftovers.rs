@@ -1,5 +1,6 @@
 //! After the tests: the machine must be as the tests found it. Fails naming whatever the tests
-//! left behind: their network namespaces, XDP programs on this namespace's interfaces.
+//! left behind: their network namespaces, XDP programs on this namespace's interfaces, tuning
+//! state files (a change not reverted).
 use anyhow::{bail, Result};
 use std::process::Command;
 
@@ -19,6 +20,14 @@ pub fn check() -> Result<()> {
         if line.split_whitespace().any(|w| w.starts_with("xdp")) {
             let dev = line.split(": ").nth(1).unwrap_or("?");
             left.push(format!("an XDP program on {dev}"));
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir("/run/rxsteer") {
+        for f in dir.flatten() {
+            left.push(format!(
+                "tuning state file {} (run `rxsteer restore`)",
+                f.path().display()
+            ));
         }
     }
     if !left.is_empty() {

@@ -1,0 +1,175 @@
+//! `rxsteer attach --steer cpumap|rps|none`: put one steering mode in place, exclusively,
+//! observe it, and undo all of it on exit (Ctrl-C, SIGTERM, error, panic). After a SIGKILL the
+//! state file lets the next start, or `rxsteer restore`, put the host back.
+use anyhow::{bail, Result};
+
+use crate::{
+    cpu_arg::{cpu_list, CpuList},
+    dataplane::{Dataplane, PortConfig, SteerSets, MAX_QSIZE, RX_ACCOUNT, STEER},
+    host::{self, TuneGuard},
+    iface,
+    ports::check_disjoint,
+    privilege,
+    top::{observe, stop_on_signals, Output, TopArgs},
+};
+use rxsteer_tune::{cpus::online_cpus, Profile};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SteerMode {
+    /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
+    Cpumap,
+    /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
+    Rps,
+    /// Everything back to the snapshot; XDP only observes.
+    None,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub observe: TopArgs,
+    /// Steering mode.
+    #[arg(long, value_enum)]
+    pub steer: SteerMode,
+    /// cpumap: CPUs HTTP flows are spread over (default: every online CPU).
+    #[arg(long, value_parser = cpu_list)]
+    pub http_cpus: Option<CpuList>,
+    /// cpumap: CPUs ZAP flows are spread over (default: not steered).
+    #[arg(long, value_parser = cpu_list)]
+    pub zap_cpus: Option<CpuList>,
+    /// cpumap: CPUs for all other IP traffic (default: not steered).
+    #[arg(long, value_parser = cpu_list)]
+    pub other_cpus: Option<CpuList>,
+    /// rps: CPUs RPS and XPS may use (default: every online CPU, like tune.sh).
+    #[arg(long, value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+    /// cpumap: ring size per target CPU, in frames.
+    #[arg(long, default_value = "2048")]
+    pub qsize: u32,
+}
+
+/// Every flag checked against the machine before anything on it changes.
+fn validate(args: &AttachArgs) -> Result<SteerSets> {
+    let o = &args.observe;
+    check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
+    let online = online_cpus()?;
+    if args.steer != SteerMode::Cpumap {
+        for (flag, v) in [
+            ("--http-cpus", &args.http_cpus),
+            ("--zap-cpus", &args.zap_cpus),
+            ("--other-cpus", &args.other_cpus),
+        ] {
+            if v.is_some() {
+                bail!("{flag} only applies to --steer cpumap");
+            }
+        }
+        return Ok(SteerSets::default());
+    }
+    if args.cpus.is_some() {
+        bail!("--cpus only applies to --steer rps (use --http-cpus / --zap-cpus for cpumap)");
+    }
+    if args.qsize == 0 || args.qsize > MAX_QSIZE {
+        bail!("--qsize {} is out of range (1-{MAX_QSIZE})", args.qsize);
+    }
+    let sets = SteerSets {
+        http: args
+            .http_cpus
+            .clone()
+            .map_or_else(|| online.clone(), |c| c.0),
+        zap: args.zap_cpus.clone().map(|c| c.0).unwrap_or_default(),
+        other: args.other_cpus.clone().map(|c| c.0).unwrap_or_default(),
+    };
+    sets.validate(&online)?;
+    Ok(sets)
+}
+
+pub fn run(args: &AttachArgs) -> Result<()> {
+    let o = &args.observe;
+    let sets = validate(args)?;
+    privilege::require("rxsteer attach", privilege::OBSERVE)?;
+    iface::require_up(&o.iface)?;
+    let input = host::profile_input(&o.iface, args.cpus.as_ref().map(|c| c.0.as_slice()))?;
+    host::recover_crashed()?;
+    host::check_not_owned()?;
+
+    let ports = PortConfig {
+        http: o.http_ports.0.clone(),
+        zap: o.zap_ports.0.clone(),
+    };
+    let mut dp = Dataplane::load_with(&ports, &sets)?;
+    dp.attach_tracepoints()?;
+    // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
+    // fails, the guard's drop reverts the tuning.
+    let (guard, program) = match args.steer {
+        SteerMode::Cpumap => {
+            let (g, plan) = TuneGuard::apply(Profile::Cpumap, &input)?;
+            dp.fill_cpumap(&sets, args.qsize)?;
+            eprintln!(
+                "rxsteer: tuned for cpumap ({} value(s) written)",
+                plan.writes().count()
+            );
+            (Some(g), STEER)
+        }
+        SteerMode::Rps => {
+            let (g, plan) = TuneGuard::apply(Profile::Rps, &input)?;
+            eprintln!(
+                "rxsteer: tuned for rps ({} value(s) written)",
+                plan.writes().count()
+            );
+            (Some(g), RX_ACCOUNT)
+        }
+        SteerMode::None => {
+            let restored = rxsteer_tune::revert(&host::state_path()?)?;
+            if !restored.is_empty() {
+                eprintln!(
+                    "rxsteer: none: {} value(s) back to the snapshot",
+                    restored.len()
+                );
+            }
+            (None, RX_ACCOUNT)
+        }
+    };
+    let mode = dp.attach_xdp(program, &o.iface, o.xdp_mode)?;
+    eprintln!(
+        "rxsteer: observing {} with {program} in {mode} mode, steering {}",
+        o.iface,
+        match args.steer {
+            SteerMode::Cpumap => format!(
+                "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
+                show_set(&sets.http),
+                show_set(&sets.zap),
+                show_set(&sets.other),
+                args.qsize
+            ),
+            SteerMode::Rps => format!(
+                "rps (CPUs {})",
+                rxsteer_tune::cpus::format_cpu_list(&input.cpus)
+            ),
+            SteerMode::None => "none".to_string(),
+        }
+    );
+    let counters = dp.take_counters()?;
+    let output = Output {
+        iface: &o.iface,
+        mode,
+        json: o.json,
+    };
+    let shown = observe(counters, o.interval, o.count, &output, &stop_on_signals()?);
+    drop(dp);
+    if let Some(g) = guard {
+        let restored = g.revert()?;
+        eprintln!(
+            "rxsteer: detached; {} tuned value(s) restored",
+            restored.len()
+        );
+    }
+    shown
+}
+
+fn show_set(cpus: &[u32]) -> String {
+    if cpus.is_empty() {
+        "not steered".to_string()
+    } else {
+        format!("CPUs {}", rxsteer_tune::cpus::format_cpu_list(cpus))
+    }
+}

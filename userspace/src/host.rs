@@ -1,0 +1,129 @@
+//! rxsteer's side of host tuning: which profile input an interface gives, a guard that reverts
+//! a session's tuning on every exit path, and recovery of a crashed session's changes.
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+use rxsteer_tune::{
+    apply, cpus::online_cpus, profile, revert, state::STATE_DIR, sysctl, Change, Plan, Profile,
+    ProfileInput, StateFile,
+};
+
+use crate::dataplane::nr_cpu_ids;
+
+/// This network namespace's state file.
+pub fn state_path() -> Result<PathBuf> {
+    Ok(StateFile::path_in(
+        Path::new(STATE_DIR),
+        sysctl::netns_inode("self")?,
+    ))
+}
+
+/// The profile input for `iface`; `cpus` is the RPS/XPS allowlist (default: online CPUs).
+pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> {
+    let online = online_cpus()?;
+    let cpus = cpus.map_or_else(|| online.clone(), <[u32]>::to_vec);
+    if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+        bail!(
+            "CPU {c} in --cpus is not online on this machine (online: {})",
+            rxsteer_tune::cpus::format_cpu_list(&online)
+        );
+    }
+    Ok(ProfileInput {
+        iface: iface.to_string(),
+        cpus,
+        nr_cpu_ids: nr_cpu_ids()?,
+        root_netns: sysctl::in_root_netns()?,
+        root: PathBuf::from("/"),
+    })
+}
+
+/// Refuses to touch the host while another live rxsteer session owns this namespace's tuning.
+pub fn check_not_owned() -> Result<()> {
+    if let Some(state) = StateFile::load(&state_path()?)? {
+        if let Some(pid) = state.live_owner() {
+            bail!(
+                "rxsteer (pid {pid}) is steering in this network namespace ({} on {}); stop it first",
+                state.profile, state.iface
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Puts back what a session that died without reverting (SIGKILL, power loss) left. Returns
+/// what was restored; says nothing when there was nothing to do.
+pub fn recover_crashed() -> Result<Vec<Change>> {
+    let path = state_path()?;
+    match StateFile::load(&path)? {
+        Some(state) if state.crashed() => {
+            let restored = revert(&path)?;
+            eprintln!(
+                "rxsteer: restored {} value(s) left by rxsteer pid {} ({} on {}), which did not exit cleanly",
+                restored.len(),
+                state.session_pid.unwrap_or_default(),
+                state.profile,
+                state.iface
+            );
+            Ok(restored)
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// A session's tuning: applied on creation, reverted when dropped (return, error, panic).
+pub struct TuneGuard {
+    path: PathBuf,
+    active: bool,
+}
+
+impl TuneGuard {
+    pub fn apply(profile_kind: Profile, input: &ProfileInput) -> Result<(Self, Plan)> {
+        let path = state_path()?;
+        let settings = profile(profile_kind, input);
+        let fresh = StateFile::new(
+            sysctl::netns_inode("self")?,
+            &input.iface,
+            profile_kind.name(),
+            Some(std::process::id()),
+        );
+        let guard = Self {
+            path: path.clone(),
+            active: true,
+        };
+        let plan = apply(&settings, &path, fresh, false)
+            .with_context(|| format!("tuning profile {}", profile_kind.name()));
+        match plan {
+            Ok(plan) => Ok((guard, plan)),
+            Err(e) => {
+                // The failed apply put back its own writes; the guard drops the state file.
+                drop(guard);
+                Err(e)
+            }
+        }
+    }
+
+    /// Reverts now and reports what changed back.
+    pub fn revert(mut self) -> Result<Vec<Change>> {
+        self.active = false;
+        Ok(revert(&self.path)?)
+    }
+}
+
+impl Drop for TuneGuard {
+    fn drop(&mut self) {
+        if self.active {
+            if let Err(e) = revert(&self.path) {
+                eprintln!("rxsteer: could not revert tuning: {e:#} (run `rxsteer restore`)");
+            }
+        }
+    }
+}
+
+/// One line per change: `name: current -> target`.
+pub fn describe(changes: &[Change]) -> String {
+    changes
+        .iter()
+        .map(|c| format!("  {}: {} -> {}", c.name, c.current.trim(), c.target.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

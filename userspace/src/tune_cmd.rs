@@ -1,0 +1,166 @@
+//! `rxsteer tune apply|revert|show` (explicit tuning that stays until reverted) and
+//! `rxsteer restore` (put back whatever rxsteer changed in this network namespace).
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use std::io::Write;
+
+use crate::{
+    cpu_arg::{cpu_list, CpuList},
+    host::{self, describe},
+    iface, privilege,
+    privilege::Cap,
+};
+use rxsteer_tune::{apply, profile, revert, show, sysctl, Profile, StateFile};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    Rps,
+    Cpumap,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Self {
+        match p {
+            ProfileArg::Rps => Profile::Rps,
+            ProfileArg::Cpumap => Profile::Cpumap,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TuneTarget {
+    #[arg(long)]
+    pub iface: String,
+    #[arg(long, value_enum)]
+    pub profile: ProfileArg,
+    /// CPUs RPS and XPS may use (default: every online CPU).
+    #[arg(long, value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TuneCmd {
+    /// Apply a profile (snapshot first); it stays until `tune revert` or `restore`.
+    Apply {
+        #[command(flatten)]
+        target: TuneTarget,
+        /// Print what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Put every value back as it was before the first apply.
+    Revert,
+    /// Current value, profile value and snapshot side by side.
+    Show {
+        #[command(flatten)]
+        target: TuneTarget,
+    },
+}
+
+const TUNE_CAPS: &[Cap] = &[Cap::NetAdmin, Cap::SysAdmin];
+
+pub fn run(cmd: &TuneCmd) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        TuneCmd::Apply { target, dry_run } => {
+            iface::require_up(&target.iface)?;
+            let input =
+                host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
+            let settings = profile(target.profile.into(), &input);
+            if !dry_run {
+                privilege::require("rxsteer tune apply", TUNE_CAPS)?;
+                host::recover_crashed()?;
+                host::check_not_owned()?;
+            }
+            let fresh = StateFile::new(
+                sysctl::netns_inode("self")?,
+                &target.iface,
+                Profile::from(target.profile).name(),
+                None,
+            );
+            let plan = apply(&settings, &host::state_path()?, fresh, *dry_run)?;
+            let writes: Vec<_> = plan.writes().cloned().collect();
+            let verb = if *dry_run { "would change" } else { "changed" };
+            writeln!(
+                out,
+                "{verb} {} value(s){}",
+                writes.len(),
+                if writes.is_empty() { "" } else { ":" }
+            )?;
+            if !writes.is_empty() {
+                writeln!(out, "{}", describe(&writes))?;
+            }
+            for c in plan.changes.iter().filter(|c| c.skipped.is_some()) {
+                writeln!(
+                    out,
+                    "  skipped {}: {}",
+                    c.name,
+                    c.skipped.as_deref().unwrap_or_default()
+                )?;
+            }
+            Ok(())
+        }
+        TuneCmd::Revert => {
+            drop(out);
+            restore()
+        }
+        TuneCmd::Show { target } => {
+            iface::require_up(&target.iface)?;
+            let input =
+                host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
+            let state = StateFile::load(&host::state_path()?)?;
+            let plan = show(&profile(target.profile.into(), &input), state.as_ref())?;
+            writeln!(
+                out,
+                "{:<44} {:<26} {:<26} {}",
+                "setting", "current", "profile", "snapshot"
+            )?;
+            for c in &plan.changes {
+                let note = c
+                    .skipped
+                    .as_deref()
+                    .map(|s| format!("  ({s})"))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{:<44} {:<26} {:<26} {}{note}",
+                    c.name,
+                    c.current.trim(),
+                    c.target,
+                    c.snapshot.as_deref().map(str::trim).unwrap_or("-")
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `rxsteer restore`: revert this namespace's state file, unless a live session owns it.
+pub fn restore() -> Result<()> {
+    privilege::require("rxsteer restore", TUNE_CAPS)?;
+    let mut out = std::io::stdout().lock();
+    let path = host::state_path()?;
+    let Some(state) = StateFile::load(&path)? else {
+        writeln!(
+            out,
+            "nothing to restore: rxsteer has no changes recorded in this network namespace"
+        )?;
+        return Ok(());
+    };
+    if let Some(pid) = state.live_owner() {
+        bail!("rxsteer (pid {pid}) is running and will restore its own changes; stop it instead");
+    }
+    let restored = revert(&path)?;
+    writeln!(
+        out,
+        "restored {} value(s) ({} on {}){}",
+        restored.len(),
+        state.profile,
+        state.iface,
+        if restored.is_empty() { "" } else { ":" }
+    )?;
+    if !restored.is_empty() {
+        writeln!(out, "{}", describe(&restored))?;
+    }
+    Ok(())
+}

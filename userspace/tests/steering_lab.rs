@@ -1,0 +1,466 @@
+//! Steering modes as a user runs them, in veth labs the tests create: cpumap moves receive
+//! work into the target CPU's kthread, RPS moves it to the RPS CPUs, modes are exclusive, and
+//! every exit (clean, SIGKILL + restore, SIGKILL + next start) leaves the host byte-identical.
+//! Needs root.
+mod common;
+
+use common::{lab, online_cpus, udp_burst};
+use rxsteer::netns::{Netns, VethLab};
+use serde_json::Value;
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
+
+fn cat(ns: &Netns, path: &str) -> Vec<u8> {
+    let out = ns.command("cat").arg(path).output().unwrap();
+    assert!(out.status.success(), "cat {path}");
+    out.stdout
+}
+
+/// Every file the rps/cpumap profiles may touch inside the lab's server namespace.
+fn touched(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
+    let dev = &lab.server_dev;
+    let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
+        .iter()
+        .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
+        .collect();
+    for (name, _, scope) in rxsteer_tune::sysctl::REFERENCE {
+        if scope == rxsteer_tune::sysctl::Scope::PerNetns {
+            paths.push(rxsteer_tune::sysctl::path(name).display().to_string());
+        }
+    }
+    paths
+        .into_iter()
+        .map(|p| (p.clone(), cat(&lab.server, &p)))
+        .collect()
+}
+
+fn rps_cpus(lab: &VethLab) -> String {
+    String::from_utf8(cat(
+        &lab.server,
+        &format!("/sys/class/net/{}/queues/rx-0/rps_cpus", lab.server_dev),
+    ))
+    .unwrap()
+}
+
+/// Starts `rxsteer attach` in the server namespace; waits until it observes.
+fn attach(lab: &VethLab, args: &[&str]) -> (Child, String) {
+    let mut child = lab
+        .server
+        .command(RXSTEER)
+        .args(["attach", "--iface", &lab.server_dev])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let start = Instant::now();
+    while !said.contains("observing") {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "attach exited early: {said}"
+        );
+        said.push_str(&line);
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    (child, said)
+}
+
+fn json_lines(child: &mut Child) -> Vec<Value> {
+    let mut s = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn per_cpu_sum(lines: &[Value], f: impl Fn(&Value) -> u64) -> Vec<u64> {
+    let n = online_cpus().len();
+    let mut v = vec![0u64; n];
+    for l in lines {
+        for (i, c) in l["cpus"].as_array().unwrap().iter().enumerate() {
+            v[i] += f(c);
+        }
+    }
+    v
+}
+
+/// No state file for this (the root) network namespace.
+fn no_state_file() -> bool {
+    !rxsteer::host::state_path().unwrap().exists()
+}
+
+#[test]
+fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs (sender and target), this machine has 1");
+        return;
+    }
+    let (sender, target) = (cpus[0], *cpus.last().unwrap());
+    let lab = lab('k');
+    // TX checksum offload off on the sender: native-XDP cpumap on veth drops partial checksums.
+    let st = lab
+        .client
+        .command("ethtool")
+        .args(["-K", &lab.client_dev, "tx", "off"])
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let before = touched(&lab);
+    let (mut top, said) = attach(
+        &lab,
+        &[
+            "--steer",
+            "cpumap",
+            "--http-cpus",
+            &target.to_string(),
+            "--json",
+            "--interval",
+            "500ms",
+            "--count",
+            "6",
+        ],
+    );
+    assert!(said.contains("steering cpumap (HTTP -> CPUs"), "{said}");
+    assert!(said.contains("driver (native) mode"), "{said}");
+    assert_eq!(
+        rps_cpus(&lab).trim_matches(|c| c == '0' || c == '\n' || c == ','),
+        "",
+        "RPS off under cpumap"
+    );
+
+    // A real TCP upload: the receiver is pinned to the target CPU, the sender to another.
+    const BYTES: usize = 32 << 20;
+    let ip = lab.server_ip;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = lab.server.spawn(Some(target), move || {
+        let l = TcpListener::bind((ip, 8080))?;
+        tx.send(()).unwrap();
+        let (mut c, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0usize;
+        loop {
+            match c.read(&mut buf)? {
+                0 => return Ok(total),
+                n => total += n,
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    lab.client
+        .spawn(Some(sender), move || {
+            let mut s =
+                TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(5))?;
+            let chunk = vec![7u8; 1 << 16];
+            for _ in 0..BYTES / chunk.len() {
+                s.write_all(&chunk)?;
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .expect("upload through cpumap");
+    assert_eq!(sink.join().unwrap().unwrap(), BYTES, "every byte arrived");
+
+    assert!(top.wait().unwrap().success());
+    let lines = json_lines(&mut top);
+    let arrived = per_cpu_sum(&lines, |c| c["arrived_class"]["http"].as_u64().unwrap());
+    let steered = per_cpu_sum(&lines, |c| c["steered_packets"].as_u64().unwrap());
+    let kthread = per_cpu_sum(&lines, |c| c["cpumap_kthread_ns"].as_u64().unwrap());
+    let net_rx = per_cpu_sum(&lines, |c| c["net_rx_ns"].as_u64().unwrap());
+    let t = target as usize;
+    assert!(
+        arrived[t] > 1000,
+        "frames arrived on CPU {target}: {arrived:?}"
+    );
+    assert_eq!(
+        arrived.iter().sum::<u64>(),
+        arrived[t],
+        "only on the target: {arrived:?}"
+    );
+    assert_eq!(
+        steered.iter().sum::<u64>(),
+        arrived[t],
+        "every steered frame arrived: {steered:?}"
+    );
+    assert!(
+        kthread[t] > net_rx[t],
+        "on CPU {target} receive work is cpumap-kthread time ({} ns), not NET_RX softirq ({} ns)",
+        kthread[t],
+        net_rx[t]
+    );
+    assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+    assert_eq!(touched(&lab), before, "tuning reverted byte for byte");
+}
+
+#[test]
+fn rps_moves_backlog_work_to_the_rps_cpu() {
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs, this machine has 1");
+        return;
+    }
+    let (sender, rps) = (cpus[0], *cpus.last().unwrap());
+    let lab = lab('r');
+    let before = touched(&lab);
+    let (mut top, said) = attach(
+        &lab,
+        &[
+            "--steer",
+            "rps",
+            "--cpus",
+            &rps.to_string(),
+            "--json",
+            "--interval",
+            "400ms",
+            "--count",
+            "4",
+        ],
+    );
+    assert!(said.contains("steering rps"), "{said}");
+    assert_ne!(rps_cpus(&lab).trim(), "0", "RPS mask set while attached");
+    udp_burst(&lab.client, sender, lab.server_ip, 5000, 3000);
+    assert!(top.wait().unwrap().success());
+    let lines = json_lines(&mut top);
+    let seen = per_cpu_sum(&lines, |c| c["packets"].as_u64().unwrap());
+    let processed = per_cpu_sum(&lines, |c| c["softnet"]["processed"].as_u64().unwrap());
+    let received_rps = per_cpu_sum(&lines, |c| c["softnet"]["received_rps"].as_u64().unwrap());
+    let (s, r) = (sender as usize, rps as usize);
+    assert_eq!(
+        seen[s], 3000,
+        "XDP still sees the frames on the sending CPU: {seen:?}"
+    );
+    assert!(
+        processed[r] >= 2900,
+        "the RPS CPU processed the backlog: {processed:?}"
+    );
+    assert!(
+        received_rps[r] > 0,
+        "and was woken for it: {received_rps:?}"
+    );
+    assert_eq!(touched(&lab), before);
+}
+
+#[test]
+fn every_exit_restores_the_host_and_modes_are_exclusive() {
+    let lab = lab('x');
+    let before = touched(&lab);
+
+    // SIGKILL leaves the tuning; `rxsteer restore` puts it back.
+    let (mut a, _) = attach(&lab, &["--steer", "rps", "--json"]);
+    assert_ne!(rps_cpus(&lab).trim(), "0");
+    // A second session in the same namespace is refused, and changes nothing.
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args([
+            "attach",
+            "--iface",
+            &lab.server_dev,
+            "--steer",
+            "cpumap",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains(&format!(
+            "rxsteer (pid {}) is steering in this network namespace",
+            a.id()
+        )),
+        "{err}"
+    );
+    a.kill().unwrap();
+    a.wait().unwrap();
+    assert_ne!(touched(&lab), before, "a killed session leaves its tuning");
+    let out = lab.server.command(RXSTEER).arg("restore").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.starts_with("restored "),
+        "{said}"
+    );
+    assert_eq!(touched(&lab), before, "restore is byte-exact");
+
+    // SIGKILL again; this time the next start restores it before doing anything, and a switch
+    // to cpumap leaves RPS off while it runs: modes never mix.
+    let (mut a, _) = attach(&lab, &["--steer", "rps", "--json"]);
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let (mut b, said) = attach(
+        &lab,
+        &[
+            "--steer",
+            "cpumap",
+            "--json",
+            "--interval",
+            "200ms",
+            "--count",
+            "3",
+        ],
+    );
+    assert!(said.contains("which did not exit cleanly"), "{said}");
+    assert_eq!(
+        rps_cpus(&lab).trim_matches(|c| c == '0' || c == '\n' || c == ','),
+        ""
+    );
+    assert!(b.wait().unwrap().success());
+    assert_eq!(touched(&lab), before);
+
+    // SIGTERM: a clean exit that reverts.
+    let (b, _) = attach(&lab, &["--steer", "rps", "--json"]);
+    unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
+    let mut b = b;
+    assert!(b.wait().unwrap().success());
+    assert_eq!(touched(&lab), before);
+    assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+}
+
+#[test]
+fn bad_steering_input_is_one_line_and_changes_nothing() {
+    let lab = lab('v');
+    let before = touched(&lab);
+    let dev = lab.server_dev.as_str();
+    for (args, needle) in [
+        (
+            vec!["--steer", "cpumap", "--http-cpus", "4096"],
+            "CPU 4096 in --http-cpus is not online",
+        ),
+        (
+            vec!["--steer", "cpumap", "--http-cpus", "0", "--zap-cpus", "0"],
+            "CPU 0 is in both --http-cpus and --zap-cpus",
+        ),
+        (
+            vec!["--steer", "cpumap", "--http-cpus", "3-1"],
+            "runs backwards",
+        ),
+        (
+            vec!["--steer", "cpumap", "--qsize", "0"],
+            "--qsize 0 is out of range",
+        ),
+        (
+            vec!["--steer", "cpumap", "--qsize", "16385"],
+            "--qsize 16385 is out of range",
+        ),
+        (
+            vec!["--steer", "rps", "--cpus", "4096"],
+            "CPU 4096 in --cpus is not online",
+        ),
+        (
+            vec!["--steer", "rps", "--http-cpus", "0"],
+            "--http-cpus only applies to --steer cpumap",
+        ),
+        (
+            vec!["--steer", "cpumap", "--http-ports", "8080,zz"],
+            "\"zz\" in port list",
+        ),
+        (
+            vec!["--steer", "bogus"],
+            "invalid value 'bogus' for '--steer",
+        ),
+    ] {
+        let out = lab
+            .server
+            .command(RXSTEER)
+            .args(["attach", "--iface", dev])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args(["attach", "--iface", "rxnosuch0", "--steer", "rps"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"rxnosuch0\" does not exist"));
+    lab.server.ip(&["link", "set", dev, "down"]).unwrap();
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args(["attach", "--iface", dev, "--steer", "cpumap"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is down"));
+    lab.server.ip(&["link", "set", dev, "up"]).unwrap();
+    assert_eq!(touched(&lab), before);
+    assert_eq!(lab.server.xdp_attached(dev).unwrap(), None);
+}
+
+#[test]
+fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
+    // A veth pair in the root namespace (this kernel has no dummy device): the only place
+    // global sysctls may be written.
+    let dev = format!("rxsg{}a", std::process::id() % 10000);
+    let peer = format!("rxsg{}b", std::process::id() % 10000);
+    rxsteer::netns::ip(&["link", "add", &dev, "type", "veth", "peer", "name", &peer]).unwrap();
+    struct Del(String);
+    impl Drop for Del {
+        fn drop(&mut self) {
+            let _ = rxsteer::netns::ip(&["link", "del", &self.0]);
+        }
+    }
+    let _del = Del(dev.clone());
+    rxsteer::netns::ip(&["link", "set", &dev, "up"]).unwrap();
+    let globals: Vec<String> = rxsteer_tune::sysctl::REFERENCE
+        .iter()
+        .map(|(n, _, _)| rxsteer_tune::sysctl::path(n).display().to_string())
+        .chain([
+            format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus"),
+            "/proc/sys/net/core/rps_sock_flow_entries".into(),
+        ])
+        .collect();
+    let read_all =
+        || -> Vec<Vec<u8>> { globals.iter().map(|p| std::fs::read(p).unwrap()).collect() };
+    let before = read_all();
+    let out = Command::new(RXSTEER)
+        .args(["tune", "apply", "--iface", &dev, "--profile", "rps"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog")
+            .unwrap()
+            .trim(),
+        "300000"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries")
+            .unwrap()
+            .trim(),
+        "1048576"
+    );
+    let out = Command::new(RXSTEER)
+        .args(["tune", "revert"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_all(), before, "every global value back, byte for byte");
+    assert!(no_state_file());
+}
