@@ -66,6 +66,10 @@ pub struct RxStats {
     pub ipv6: u64,
     /// Packets that carried at least one 802.1Q / 802.1ad tag.
     pub vlan: u64,
+    /// Steering program only: frames handed to `bpf_redirect_map`, by class, and frames passed
+    /// because the chosen cpumap entry was missing. Kept here so one lookup serves both.
+    pub redirected: [u64; N_CLASSES],
+    pub redirect_fallback: u64,
 }
 
 impl RxStats {
@@ -75,6 +79,8 @@ impl RxStats {
         ipv4: 0,
         ipv6: 0,
         vlan: 0,
+        redirected: [0; N_CLASSES],
+        redirect_fallback: 0,
     };
 
     pub fn total_packets(&self) -> u64 {
@@ -198,23 +204,6 @@ impl SteerConfig {
     }
 }
 
-/// Per-CPU counters of the steering program on the receiving CPU (key 0).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SteerStats {
-    /// Frames handed to `bpf_redirect_map`, by class.
-    pub redirected: [u64; N_CLASSES],
-    /// Frames passed because the chosen cpumap entry was missing.
-    pub fallback: u64,
-}
-
-impl SteerStats {
-    pub const ZERO: Self = Self {
-        redirected: [0; N_CLASSES],
-        fallback: 0,
-    };
-}
-
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: repr(C) structs of u64 / u32 fields and arrays, with no padding.
@@ -222,7 +211,6 @@ mod pod {
     unsafe impl aya::Pod for super::SoftirqStats {}
     unsafe impl aya::Pod for super::XdpTraceStats {}
     unsafe impl aya::Pod for super::SteerConfig {}
-    unsafe impl aya::Pod for super::SteerStats {}
 }
 
 #[cfg(any(test, feature = "frames"))]

@@ -78,8 +78,20 @@ pub struct Headers {
     pub l3_off: usize,
     /// IP protocol of the transport header (after IPv6 extension headers).
     pub proto: u8,
-    /// Transport ports; `None` for non-first fragments and protocols without ports.
-    pub ports: Option<(u16, u16)>,
+    /// Transport ports, valid when `has_ports` (0 otherwise). Plain fields rather than an
+    /// `Option`: an `Option`'s undefined payload lets LLVM reuse a register holding a packet
+    /// pointer in arithmetic the verifier then rejects.
+    pub sport: u16,
+    pub dport: u16,
+    /// False for non-first fragments and protocols without ports.
+    pub has_ports: bool,
+}
+
+impl Headers {
+    /// (source, destination) port, when the frame carries them.
+    pub fn ports(&self) -> Option<(u16, u16)> {
+        self.has_ports.then_some((self.sport, self.dport))
+    }
 }
 
 /// A header that is cut short or invalid.
@@ -115,7 +127,9 @@ pub fn walk<P: Packet + ?Sized>(p: &P) -> Result<Headers, Malformed> {
         family: Family::None,
         l3_off,
         proto: 0,
-        ports: None,
+        sport: 0,
+        dport: 0,
+        has_ports: false,
     };
     match ethertype {
         ETH_P_IPV4 => walk_ipv4(p, none),
@@ -142,7 +156,8 @@ fn walk_ipv4<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
     h.proto = ip.u8(9);
     let frag_offset = ip.be16(6) & 0x1fff;
     if frag_offset == 0 {
-        h.ports = walk_l4(p, h.proto, h.l3_off + ihl)?;
+        let ports = walk_l4(p, h.proto, h.l3_off + ihl)?;
+        set_ports(&mut h, ports);
     }
     Ok(h)
 }
@@ -179,9 +194,19 @@ fn walk_ipv6<P: Packet + ?Sized>(p: &P, mut h: Headers) -> Result<Headers, Malfo
     }
     h.proto = next;
     if first_fragment {
-        h.ports = walk_l4(p, next, off)?;
+        let ports = walk_l4(p, next, off)?;
+        set_ports(&mut h, ports);
     }
     Ok(h)
+}
+
+#[inline(always)]
+fn set_ports(h: &mut Headers, ports: Option<(u16, u16)>) {
+    if let Some((s, d)) = ports {
+        h.sport = s;
+        h.dport = d;
+        h.has_ports = true;
+    }
 }
 
 #[inline(always)]
@@ -235,7 +260,7 @@ pub fn classify_headers(h: &Result<Headers, Malformed>, port_class: impl Fn(u16)
             }
         }
     };
-    let class = match (h.family, h.proto, h.ports) {
+    let class = match (h.family, h.proto, h.ports()) {
         (Family::None, _, _) => Class::NonIp,
         (_, IPPROTO_TCP, Some((sport, dport))) => match port_class(dport) {
             PORT_HTTP => Class::Http,
@@ -263,27 +288,35 @@ fn mix(h: u32, word: u32) -> u32 {
 
 /// Hash of the 5-tuple (source and destination address, ports, protocol), IPv4 or IPv6.
 /// Unlike an address-pair hash, the many connections of one client spread over the set.
-/// Non-first fragments carry no ports and hash with ports 0. `None` for non-IP.
+/// IPv6 addresses are XOR-folded to 32 bits first, so both families cost three multiply
+/// rounds and the finaliser. Non-first fragments carry no ports and hash with ports 0.
+/// `None` for non-IP.
 #[inline(always)]
 pub fn flow_hash<P: Packet + ?Sized>(p: &P, h: &Headers) -> Option<u32> {
-    let (sport, dport) = h.ports.unwrap_or((0, 0));
-    let mut x = mix(0x5eed_1234, ((sport as u32) << 16) | dport as u32);
-    x = mix(x, h.proto as u32);
+    let (sport, dport) = (h.sport, h.dport);
+    // The 16-bit halves of the source then destination address, XOR-folded per address.
+    let (mut src, mut dst) = (0u32, 0u32);
     match h.family {
         Family::V4 => {
             let a = p.header::<8>(h.l3_off + 12)?;
-            for i in 0..2 {
-                x = mix(x, ((a.be16(4 * i) as u32) << 16) | a.be16(4 * i + 2) as u32);
-            }
+            src = ((a.be16(0) as u32) << 16) | a.be16(2) as u32;
+            dst = ((a.be16(4) as u32) << 16) | a.be16(6) as u32;
         }
         Family::V6 => {
             let a = p.header::<32>(h.l3_off + 8)?;
-            for i in 0..8 {
-                x = mix(x, ((a.be16(4 * i) as u32) << 16) | a.be16(4 * i + 2) as u32);
+            for i in 0..4 {
+                src ^= ((a.be16(4 * i) as u32) << 16) | a.be16(4 * i + 2) as u32;
+                dst ^= ((a.be16(16 + 4 * i) as u32) << 16) | a.be16(16 + 4 * i + 2) as u32;
             }
         }
         Family::None => return None,
     }
+    let mut x = mix(
+        0x5eed_1234 ^ h.proto as u32,
+        ((sport as u32) << 16) | dport as u32,
+    );
+    x = mix(x, src);
+    x = mix(x, dst);
     // murmur3's finaliser: every input bit reaches every output bit.
     x ^= x >> 16;
     x = x.wrapping_mul(0x85eb_ca6b);

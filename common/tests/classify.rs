@@ -123,7 +123,7 @@ fn non_first_ipv4_fragment_is_tcp_without_ports() {
         .with_byte(14 + 6, 0x00)
         .with_byte(14 + 7, 185);
     let h = walk(f.as_bytes()).unwrap();
-    assert_eq!((h.proto, h.ports), (IPPROTO_TCP, None));
+    assert_eq!((h.proto, h.ports()), (IPPROTO_TCP, None));
     assert_eq!(class_of(f.as_bytes()), Class::OtherTcp);
 }
 
@@ -140,7 +140,7 @@ fn ipv6_extension_headers_are_skipped_to_the_ports() {
     v[62..82].copy_from_slice(&bytes[54..74]);
     let frame = &v[..82];
     let h = walk(frame).unwrap();
-    assert_eq!((h.proto, h.ports), (IPPROTO_TCP, Some((40000, 9653))));
+    assert_eq!((h.proto, h.ports()), (IPPROTO_TCP, Some((40000, 9653))));
     assert_eq!(class_of(frame), Class::Zap);
     // The same frame cut inside the extension header is malformed.
     assert_eq!(walk(&v[..58]), Err(Malformed));

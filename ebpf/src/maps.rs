@@ -4,9 +4,7 @@ use aya_ebpf::{
     macros::map,
     maps::{CpuMap, PerCpuArray},
 };
-use rxsteer_common::{
-    RxStats, SoftirqStats, SteerConfig, SteerStats, XdpTraceStats, PORT_CLASS_ENTRIES,
-};
+use rxsteer_common::{RxStats, SoftirqStats, SteerConfig, XdpTraceStats, PORT_CLASS_ENTRIES};
 
 /// TCP port -> PORT_HTTP / PORT_ZAP / PORT_NONE. Read-only global data that userspace fills
 /// at load time (`override_global`): a direct load per packet, where a map lookup measured
@@ -50,7 +48,3 @@ pub static CPUMAP: CpuMap = CpuMap::with_max_entries(1, 0);
 /// What `on_cpu` saw arrive on each target CPU, by class (key 0).
 #[map]
 pub static ON_CPU_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);
-
-/// Redirect outcomes on the receiving CPU (key 0).
-#[map]
-pub static STEER_STATS: PerCpuArray<SteerStats> = PerCpuArray::with_max_entries(1, 0);

@@ -21,12 +21,17 @@ pub fn rx_account(ctx: XdpContext) -> u32 {
 fn try_rx_account(ctx: &XdpContext) -> Result<(), ()> {
     let pkt = XdpPacket::new(ctx);
     let verdict = classify(&pkt, port_class);
-    count(&RX_STATS, &verdict, pkt.len() as u64)
+    count(&RX_STATS, &verdict, pkt.len() as u64).map(|_| ())
 }
 
-/// Adds one frame to `map` (RX_STATS on the receiving CPU, ON_CPU_STATS on a cpumap target).
+/// Adds one frame to `map` (RX_STATS on the receiving CPU, ON_CPU_STATS on a cpumap target)
+/// and returns this CPU's entry for further counters.
 #[inline(always)]
-pub fn count(map: &PerCpuArray<RxStats>, v: &Verdict, len: u64) -> Result<(), ()> {
+pub fn count(
+    map: &PerCpuArray<RxStats>,
+    v: &Verdict,
+    len: u64,
+) -> Result<&'static mut RxStats, ()> {
     let stats = map.get_ptr_mut(0).ok_or(())?;
     // SAFETY: per-CPU value of this CPU; XDP runs with preemption disabled.
     let stats = unsafe { &mut *stats };
@@ -41,7 +46,7 @@ pub fn count(map: &PerCpuArray<RxStats>, v: &Verdict, len: u64) -> Result<(), ()
     if v.vlan {
         stats.vlan += 1;
     }
-    Ok(())
+    Ok(stats)
 }
 
 /// The baseline for the ns/packet benchmark: the cheapest possible XDP program.

@@ -9,7 +9,7 @@ use rxsteer_common::{
 };
 
 use crate::{
-    maps::{port_class, steer_config, CPUMAP, ON_CPU_STATS, RX_STATS, STEER_STATS},
+    maps::{port_class, steer_config, CPUMAP, ON_CPU_STATS, RX_STATS},
     packet::XdpPacket,
     rx_account::count,
 };
@@ -24,7 +24,7 @@ fn try_steer(ctx: &XdpContext) -> Result<u32, ()> {
     let pkt = XdpPacket::new(ctx);
     let headers = walk(&pkt);
     let verdict = classify_headers(&headers, port_class);
-    count(&RX_STATS, &verdict, pkt.len() as u64)?;
+    let stats = count(&RX_STATS, &verdict, pkt.len() as u64)?;
     let set = SteerConfig::set_of(verdict.class).ok_or(())?;
     let cfg = steer_config();
     let len = *cfg.len.get(set).ok_or(())?;
@@ -35,16 +35,14 @@ fn try_steer(ctx: &XdpContext) -> Result<u32, ()> {
     let hash = flow_hash(&pkt, &h).ok_or(())?;
     let idx = pick(hash, len) as usize & (MAX_STEER_CPUS - 1);
     let cpu = cfg.cpus[set][idx];
-    let stats = STEER_STATS.get_ptr_mut(0).ok_or(())?;
     // A missing cpumap entry falls back to XDP_PASS (counted), rather than a silent drop.
     match CPUMAP.redirect(cpu, xdp_action::XDP_PASS as u64) {
         Ok(action) => {
-            // SAFETY: this CPU's value; XDP runs with preemption disabled.
-            unsafe { (*stats).redirected[verdict.class.index()] += 1 };
+            stats.redirected[verdict.class.index()] += 1;
             Ok(action)
         }
         Err(action) => {
-            unsafe { (*stats).fallback += 1 };
+            stats.redirect_fallback += 1;
             Ok(action)
         }
     }

@@ -1,18 +1,19 @@
 //! ns/packet of the XDP programs through BPF_PROG_TEST_RUN (the kernel times `repeat` runs
-//! and returns the mean), rx_account against the empty xdp_pass in the same run: programs are
-//! interleaved within every repetition, their order rotated, and the ratio is taken per
-//! repetition. Prints a table and, with RXSTEER_BENCH_JSON=FILE, writes every raw figure.
+//! and returns the mean): rx_account and steer against the empty xdp_pass in the same run.
+//! Programs are interleaved within every repetition, their order rotated, and ratios are taken
+//! per repetition. steer runs with real sets and cpumap entries; a plain (not live-frame) test
+//! run returns its XDP_REDIRECT verdict without delivering, so this is the decision's cost. Prints a table and, with RXSTEER_BENCH_JSON=FILE, writes every raw figure.
 //! Needs root. Run: cargo xtask bench
 use anyhow::Result;
 use aya::programs::{TestRun, TestRunOptions};
-use rxsteer::dataplane::{Dataplane, PortConfig, RX_ACCOUNT, XDP_PASS};
+use rxsteer::dataplane::{Dataplane, PortConfig, SteerSets, RX_ACCOUNT, STEER, XDP_PASS};
 use rxsteer_common::frames::{arp, Frame, Ip, Spec};
 use serde_json::json;
 
 const REPEAT: u32 = 1_000_000;
 const REPS: usize = 21;
 /// Programs measured, the baseline first.
-const PROGRAMS: [&str; 2] = [XDP_PASS, RX_ACCOUNT];
+const PROGRAMS: [&str; 3] = [XDP_PASS, RX_ACCOUNT, STEER];
 
 fn frames() -> Vec<(&'static str, Frame)> {
     vec![
@@ -51,19 +52,34 @@ fn main() -> Result<()> {
     // One CPU for the whole run: no migrations between the programs being compared.
     let cpu = *rxsteer_tune::cpus::online_cpus()?.last().unwrap();
     rxsteer::netns::pin_current_thread(cpu)?;
-    let mut dp = Dataplane::load(&PortConfig::default())?;
+    let cpus = rxsteer_tune::cpus::online_cpus()?;
+    let sets = SteerSets {
+        http: cpus.clone(),
+        zap: vec![cpus[0]],
+        other: vec![],
+    };
+    let sets = if cpus.len() > 1 {
+        SteerSets {
+            http: cpus[1..].to_vec(),
+            ..sets
+        }
+    } else {
+        sets
+    };
+    let mut dp = Dataplane::load_with(&PortConfig::default(), &sets)?;
+    dp.fill_cpumap(&sets, 2048)?;
     let frames = frames();
     let mut raw = Vec::new();
     let mut rows = Vec::new();
     println!("BPF_PROG_TEST_RUN on CPU {cpu}, repeat {REPEAT}, {REPS} repetitions, order rotated");
-    println!("ns/packet as median (min); ratio = rx_account / xdp_pass within each repetition");
+    println!("ns/packet as median (min); ratio = program / xdp_pass within each repetition, median (range)");
     println!(
-        "{:<20} {:>13} {:>15} {:>9} {:>11} {:>12}",
-        "frame", "xdp_pass", "rx_account", "ratio", "ratio range", "ratio of min"
+        "{:<20} {:>9} {:>10} {:>17} {:>10} {:>17}",
+        "frame", "xdp_pass", "rx_account", "ratio", "steer", "ratio"
     );
     for (name, frame) in &frames {
         let mut per_prog: Vec<Vec<f64>> = vec![Vec::new(); PROGRAMS.len()];
-        let mut ratios = Vec::new();
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); PROGRAMS.len()];
         for rep in 0..REPS {
             let mut this_rep = [0f64; PROGRAMS.len()];
             for k in 0..PROGRAMS.len() {
@@ -73,29 +89,29 @@ fn main() -> Result<()> {
             }
             for (i, v) in this_rep.iter().enumerate() {
                 per_prog[i].push(*v);
+                ratios[i].push(v / this_rep[0]);
             }
-            ratios.push(this_rep[1] / this_rep[0]);
         }
-        let (lo, hi) = ratios
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
-        let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
-        let (base_min, acct_min) = (min(&per_prog[0]), min(&per_prog[1]));
-        let (base, acct, ratio) = (
-            median(&mut per_prog[0]),
-            median(&mut per_prog[1]),
-            median(&mut ratios),
-        );
+        let mut cells = Vec::new();
+        let mut row = serde_json::Map::new();
+        row.insert("frame".into(), json!(name));
+        for i in 0..PROGRAMS.len() {
+            let min = per_prog[i].iter().copied().fold(f64::MAX, f64::min);
+            let (lo, hi) = ratios[i]
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+            let (med, ratio) = (median(&mut per_prog[i]), median(&mut ratios[i]));
+            cells.push(format!("{med:.0} ({min:.0})"));
+            if i > 0 {
+                cells.push(format!("{ratio:.2} ({lo:.2}-{hi:.2})"));
+            }
+            row.insert(PROGRAMS[i].into(), json!({"ns_median": med, "ns_min": min, "ratio_median": ratio, "ratio_min": lo, "ratio_max": hi}));
+        }
         println!(
-            "{name:<20} {:>13} {:>15} {ratio:>9.2} {:>11} {:>12.2}",
-            format!("{base:.0} ({base_min:.0})"),
-            format!("{acct:.0} ({acct_min:.0})"),
-            format!("{lo:.2}-{hi:.2}"),
-            acct_min / base_min
+            "{name:<20} {:>9} {:>10} {:>17} {:>10} {:>17}",
+            cells[0], cells[1], cells[2], cells[3], cells[4]
         );
-        rows.push(json!({"frame": name, "xdp_pass_ns_median": base, "xdp_pass_ns_min": base_min,
-            "rx_account_ns_median": acct, "rx_account_ns_min": acct_min,
-            "ratio_median": ratio, "ratio_min": lo, "ratio_max": hi, "ratio_of_minima": acct_min / base_min}));
+        rows.push(serde_json::Value::Object(row));
     }
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         let doc = json!({"bench": "xdp_ns_per_packet", "repeat": REPEAT, "reps": REPS,

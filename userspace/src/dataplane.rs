@@ -8,8 +8,8 @@ use aya::{
     Ebpf, EbpfLoader,
 };
 use rxsteer_common::{
-    RxStats, SoftirqStats, SteerConfig, SteerStats, XdpTraceStats, MAX_STEER_CPUS,
-    PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
+    RxStats, SoftirqStats, SteerConfig, XdpTraceStats, MAX_STEER_CPUS, PORT_CLASS_ENTRIES,
+    PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
 };
 use rxsteer_tune::cpus::format_cpu_list;
 use serde::{Deserialize, Serialize};
@@ -279,7 +279,6 @@ impl Dataplane {
             softirq: PerCpuArray::try_from(take("SOFTIRQ_STATS")?)?,
             xdp: PerCpuArray::try_from(take("XDP_TRACE")?)?,
             on_cpu: PerCpuArray::try_from(take("ON_CPU_STATS")?)?,
-            steer: PerCpuArray::try_from(take("STEER_STATS")?)?,
         })
     }
 }
@@ -290,7 +289,6 @@ pub struct Counters {
     softirq: PerCpuArray<MapData, SoftirqStats>,
     xdp: PerCpuArray<MapData, XdpTraceStats>,
     on_cpu: PerCpuArray<MapData, RxStats>,
-    steer: PerCpuArray<MapData, SteerStats>,
 }
 
 impl Counters {
@@ -309,10 +307,6 @@ impl Counters {
     /// What `on_cpu` counted arriving on each cpumap target CPU.
     pub fn on_cpu(&self) -> Result<Vec<RxStats>> {
         Ok(self.on_cpu.get(&0, 0)?.iter().copied().collect())
-    }
-
-    pub fn steer(&self) -> Result<Vec<SteerStats>> {
-        Ok(self.steer.get(&0, 0)?.iter().copied().collect())
     }
 }
 

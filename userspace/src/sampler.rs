@@ -3,8 +3,8 @@
 //! view only draws what it sends (bpftop's split).
 use anyhow::Result;
 use rxsteer_common::{
-    RxStats, SoftirqStats, SteerStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ,
-    SOFTIRQ_NET_RX, SOFTIRQ_NET_TX,
+    RxStats, SoftirqStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX,
+    SOFTIRQ_NET_TX,
 };
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, time::Instant};
@@ -109,7 +109,6 @@ struct Snapshot {
     softirq: Vec<SoftirqStats>,
     xdp: Vec<XdpTraceStats>,
     on_cpu: Vec<RxStats>,
-    steer: Vec<SteerStats>,
     softnet: BTreeMap<u32, Softnet>,
     kthreads: Vec<KthreadTime>,
 }
@@ -149,7 +148,6 @@ fn snapshot(c: &Counters) -> Result<Snapshot> {
         softirq: c.softirq()?,
         xdp: c.xdp_trace()?,
         on_cpu: c.on_cpu()?,
-        steer: c.steer()?,
         softnet: procfs::softnet_stat()?,
         kthreads: procfs::receive_kthreads()?,
     })
@@ -185,12 +183,8 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             &at(&prev.on_cpu, cpu, RxStats::ZERO),
             &at(&now.on_cpu, cpu, RxStats::ZERO),
         );
-        let (st0, st1) = (
-            at(&prev.steer, cpu, SteerStats::ZERO),
-            at(&now.steer, cpu, SteerStats::ZERO),
-        );
         let steered: u64 = (0..N_CLASSES)
-            .map(|i| st1.redirected[i].saturating_sub(st0.redirected[i]))
+            .map(|i| r1.redirected[i].saturating_sub(r0.redirected[i]))
             .sum();
         let mut softirq_ns = [0u64; N_SOFTIRQ];
         let mut softirq_runs = [0u64; N_SOFTIRQ];
@@ -231,7 +225,7 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             arrived_packets: arrived.iter().sum(),
             arrived_class: ClassPackets::from_array(&arrived),
             steered_packets: steered,
-            steer_fallback: st1.fallback.saturating_sub(st0.fallback),
+            steer_fallback: r1.redirect_fallback.saturating_sub(r0.redirect_fallback),
             softnet,
         });
     }
@@ -316,7 +310,6 @@ mod tests {
             softirq: vec![SoftirqStats::ZERO, si],
             xdp: vec![XdpTraceStats::ZERO, x],
             on_cpu: vec![],
-            steer: vec![],
             softnet: BTreeMap::new(),
             kthreads: vec![],
         };

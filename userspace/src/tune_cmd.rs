@@ -112,8 +112,8 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             let plan = show(&profile(target.profile.into(), &input), state.as_ref())?;
             writeln!(
                 out,
-                "{:<44} {:<26} {:<26} {}",
-                "setting", "current", "profile", "snapshot"
+                "{:<44} {:<26} {:<26} snapshot",
+                "setting", "current", "profile"
             )?;
             for c in &plan.changes {
                 let note = c

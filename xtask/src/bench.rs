@@ -40,6 +40,8 @@ pub fn xdp_ns_per_packet(paths: &Paths) -> Result<()> {
     let text = String::from_utf8_lossy(&out.stdout);
     print!("{text}");
     if !out.status.success() {
+        // A failed run leaves no folder behind: results/ holds only complete runs.
+        let _ = std::fs::remove_dir_all(&dir);
         anyhow::bail!("bench xdp_ns_per_packet failed ({})", out.status);
     }
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
