@@ -1,0 +1,137 @@
+//! HTTP/1.1 framing for the server: requests parsed with `httparse` into a stack array of
+//! headers (no allocation), responses encoded into a reused buffer.
+use std::io::Write;
+
+/// Most headers one request may carry; more is 431.
+pub const MAX_HEADERS: usize = 64;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Request line and headers; a larger header section is 431.
+    pub max_header_bytes: usize,
+    /// Largest Content-Length accepted; more is 413.
+    pub max_body: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_header_bytes: 16 << 10,
+            max_body: 8 << 20,
+        }
+    }
+}
+
+/// A complete request in the buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub body: &'a [u8],
+    /// Bytes of the buffer this request used (headers and body).
+    pub consumed: usize,
+    /// The client asked to close (Connection: close, or HTTP/1.0 without keep-alive).
+    pub close: bool,
+}
+
+/// A request the server answers with an error status and then closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    #[error("malformed request")]
+    Malformed,
+    #[error("header section too large")]
+    HeadersTooLarge,
+    #[error("body too large")]
+    BodyTooLarge,
+    #[error("chunked request bodies are not supported; send Content-Length")]
+    LengthRequired,
+}
+
+impl HttpError {
+    pub fn status(self) -> u16 {
+        match self {
+            HttpError::Malformed => 400,
+            HttpError::HeadersTooLarge => 431,
+            HttpError::BodyTooLarge => 413,
+            HttpError::LengthRequired => 411,
+        }
+    }
+}
+
+/// Parses the request at the front of `buf`. `Ok(None)`: incomplete, read more.
+pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Request<'a>>, HttpError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > limits.max_header_bytes => {
+            return Err(HttpError::HeadersTooLarge)
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadersTooLarge),
+        Err(_) => return Err(HttpError::Malformed),
+    };
+    if head > limits.max_header_bytes {
+        return Err(HttpError::HeadersTooLarge);
+    }
+    let mut content_length: Option<usize> = None;
+    let mut close = req.version == Some(0);
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or(HttpError::Malformed)?;
+            if content_length.is_some_and(|c| c != n) {
+                return Err(HttpError::Malformed);
+            }
+            content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(HttpError::LengthRequired);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    let len = content_length.unwrap_or(0);
+    if len > limits.max_body {
+        return Err(HttpError::BodyTooLarge);
+    }
+    let Some(body) = buf.get(head..head + len) else {
+        return Ok(None);
+    };
+    Ok(Some(Request {
+        method: req.method.ok_or(HttpError::Malformed)?,
+        path: req.path.ok_or(HttpError::Malformed)?,
+        body,
+        consumed: head + len,
+        close,
+    }))
+}
+
+/// Appends a response with Content-Length (and `Connection: close` when closing).
+pub fn write_response(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_type: &[u8],
+    body: &[u8],
+    close: bool,
+) {
+    let mut n = itoa::Buffer::new();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(n.format(status).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(crate::zaphttp::status_text(status).as_bytes());
+    out.extend_from_slice(b"\r\nServer: rxsteer\r\nContent-Type: ");
+    out.extend_from_slice(content_type);
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    out.extend_from_slice(n.format(body.len()).as_bytes());
+    if close {
+        out.extend_from_slice(b"\r\nConnection: close");
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    let _ = out.write_all(body);
+}
