@@ -11,6 +11,7 @@ pub mod ports;
 pub mod privilege;
 pub mod procfs;
 pub mod sampler;
+pub mod serve;
 pub mod top;
 pub mod traffic;
 pub mod tune_cmd;

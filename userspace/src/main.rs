@@ -33,6 +33,8 @@ enum Cmd {
     Tune(TuneCmd),
     /// Put back whatever rxsteer changed in this network namespace (after a crash).
     Restore,
+    /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
+    Serve(rxsteer::serve::ServeArgs),
 }
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
         Cmd::Attach(args) => attach_cmd::run(&args),
         Cmd::Tune(cmd) => tune_cmd::run(&cmd),
         Cmd::Restore => tune_cmd::restore(),
+        Cmd::Serve(args) => rxsteer::serve::run(&args),
     };
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

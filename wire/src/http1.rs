@@ -28,6 +28,7 @@ pub struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub body: &'a [u8],
+    pub content_type: Option<&'a [u8]>,
     /// Bytes of the buffer this request used (headers and body).
     pub consumed: usize,
     /// The client asked to close (Connection: close, or HTTP/1.0 without keep-alive).
@@ -75,6 +76,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
         return Err(HttpError::HeadersTooLarge);
     }
     let mut content_length: Option<usize> = None;
+    let mut content_type = None;
     let mut close = req.version == Some(0);
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -86,6 +88,8 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
                 return Err(HttpError::Malformed);
             }
             content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            content_type = Some(h.value);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             return Err(HttpError::LengthRequired);
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -107,6 +111,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
         method: req.method.ok_or(HttpError::Malformed)?,
         path: req.path.ok_or(HttpError::Malformed)?,
         body,
+        content_type,
         consumed: head + len,
         close,
     }))

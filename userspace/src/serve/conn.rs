@@ -1,0 +1,227 @@
+//! One connection's buffers and loop, for each transport. Buffers are allocated when the
+//! connection opens and reused for every request: every request already in the read buffer is
+//! answered, all responses go out in one write (may_minihttp's shape).
+use std::{
+    io,
+    sync::atomic::{AtomicU64, Ordering},
+    time::Duration,
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    time::timeout,
+};
+
+use rxsteer_wire::{
+    http1::{parse_request, write_response, Limits},
+    zaphttp::{decode_request, encode_response, split_frame},
+};
+
+use super::handlers::{body_bytes, handle, CT_TEXT};
+
+/// Per-connection limits and timeouts.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    pub http: Limits,
+    /// Largest ZAP frame (the reference default is 64 MiB); larger closes the connection.
+    pub max_frame: usize,
+    /// A connection with nothing to read for this long is closed.
+    pub idle: Duration,
+}
+
+const INITIAL: usize = 16 << 10;
+
+/// A read buffer that holds `data()` = `buf[start..end]`. It grows by doubling, only when it is
+/// full of unconsumed bytes and below `limit`: never to a length a peer announced.
+pub struct ReadBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    limit: usize,
+}
+
+impl ReadBuf {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            buf: vec![0; INITIAL.min(limit.max(1))],
+            start: 0,
+            end: 0,
+            limit,
+        }
+    }
+
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Reads once. `Ok(0)`: the peer closed. Errors with `InvalidData` when the buffer is full
+    /// at its limit (a request or frame larger than allowed).
+    pub async fn read_from(&mut self, s: &mut TcpStream) -> io::Result<usize> {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < self.limit {
+                let grown = (self.buf.len() * 2).min(self.limit);
+                self.buf.resize(grown, 0);
+            } else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "request larger than the buffer limit",
+                ));
+            }
+        }
+        let n = s.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Bytes held (grows only with what was received).
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+async fn read_idle(rd: &mut ReadBuf, s: &mut TcpStream, idle: Duration) -> io::Result<usize> {
+    match timeout(idle, rd.read_from(s)).await {
+        Ok(r) => r,
+        Err(_) => Ok(0),
+    }
+}
+
+/// HTTP/1.1 keep-alive with pipelining.
+pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -> io::Result<()> {
+    let mut rd = ReadBuf::new(cfg.http.max_header_bytes + cfg.http.max_body);
+    let mut out = Vec::with_capacity(INITIAL);
+    let mut scratch = Vec::with_capacity(1024);
+    loop {
+        if read_idle(&mut rd, &mut s, cfg.idle).await? == 0 {
+            return Ok(());
+        }
+        let mut consumed = 0;
+        let mut close = false;
+        let mut n = 0;
+        loop {
+            match parse_request(&rd.data()[consumed..], &cfg.http) {
+                Ok(Some(req)) => {
+                    let reply = handle(
+                        req.method.as_bytes(),
+                        req.path.as_bytes(),
+                        req.content_type,
+                        req.body,
+                        &mut scratch,
+                    );
+                    write_response(
+                        &mut out,
+                        reply.status,
+                        reply.content_type,
+                        body_bytes(&reply, &scratch),
+                        req.close,
+                    );
+                    consumed += req.consumed;
+                    n += 1;
+                    if req.close {
+                        close = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    write_response(
+                        &mut out,
+                        e.status(),
+                        CT_TEXT,
+                        e.to_string().as_bytes(),
+                        true,
+                    );
+                    close = true;
+                    break;
+                }
+            }
+        }
+        rd.consume(consumed);
+        served.fetch_add(n, Ordering::Relaxed);
+        if !out.is_empty() {
+            s.write_all(&out).await?;
+            out.clear();
+        }
+        if close {
+            return Ok(());
+        }
+    }
+}
+
+/// ZAP-HTTP: one request in flight per connection by the reference client; pipelined frames
+/// are answered in order.
+pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -> io::Result<()> {
+    let mut rd = ReadBuf::new(cfg.max_frame + 4);
+    let mut out = Vec::with_capacity(INITIAL);
+    let mut scratch = Vec::with_capacity(1024);
+    loop {
+        if read_idle(&mut rd, &mut s, cfg.idle).await? == 0 {
+            return Ok(());
+        }
+        let mut consumed = 0;
+        let mut close = false;
+        let mut n = 0;
+        loop {
+            match split_frame(&rd.data()[consumed..], cfg.max_frame) {
+                Ok(Some((frame, used))) => {
+                    consumed += used;
+                    match decode_request(frame) {
+                        Ok(req) => {
+                            let reply = handle(
+                                req.method,
+                                req.target,
+                                req.headers.get(b"content-type"),
+                                req.body,
+                                &mut scratch,
+                            );
+                            let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", reply.content_type)];
+                            encode_response(
+                                &mut out,
+                                reply.status,
+                                b"",
+                                &ct,
+                                body_bytes(&reply, &scratch),
+                                &[],
+                            );
+                            n += 1;
+                        }
+                        Err(e) => {
+                            // As the reference: 400 with the reason as text, then close.
+                            let msg = format!("malformed request frame: {e}");
+                            encode_response(&mut out, 400, b"", &[], msg.as_bytes(), &[]);
+                            close = true;
+                            break;
+                        }
+                    }
+                }
+                Ok(None) => break,
+                // A zero or oversized length: the reference closes without a reply.
+                Err(_) => {
+                    close = true;
+                    break;
+                }
+            }
+        }
+        rd.consume(consumed);
+        served.fetch_add(n, Ordering::Relaxed);
+        if !out.is_empty() {
+            s.write_all(&out).await?;
+            out.clear();
+        }
+        if close {
+            return Ok(());
+        }
+    }
+}
