@@ -28,10 +28,30 @@ fn run_dir(paths: &Paths, name: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-pub fn xdp_ns_per_packet(paths: &Paths) -> Result<()> {
-    let dir = run_dir(paths, "xdp-ns-per-packet")?;
+/// A benchmark `cargo xtask bench` can run.
+pub struct Bench {
+    /// Folder suffix under results/.
+    pub name: &'static str,
+    pub package: &'static str,
+    pub bench: &'static str,
+}
+
+pub const XDP: Bench = Bench {
+    name: "xdp-ns-per-packet",
+    package: "rxsteer",
+    bench: "xdp_ns_per_packet",
+};
+pub const SERDE: Bench = Bench {
+    name: "serde-axis",
+    package: "rxsteer-wire",
+    bench: "serde_axis",
+};
+
+/// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder.
+pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
+    let dir = run_dir(paths, b.name)?;
     let out = cmd::cargo(None)
-        .args(["bench", "-p", "rxsteer", "--bench", "xdp_ns_per_packet"])
+        .args(["bench", "-p", b.package, "--bench", b.bench])
         .env("RXSTEER_BENCH_JSON", dir.join("raw.json"))
         .current_dir(&paths.root)
         .stderr(Stdio::inherit())
@@ -42,7 +62,7 @@ pub fn xdp_ns_per_packet(paths: &Paths) -> Result<()> {
     if !out.status.success() {
         // A failed run leaves no folder behind: results/ holds only complete runs.
         let _ = std::fs::remove_dir_all(&dir);
-        anyhow::bail!("bench xdp_ns_per_packet failed ({})", out.status);
+        anyhow::bail!("bench {} failed ({})", b.bench, out.status);
     }
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")

@@ -31,8 +31,11 @@ enum Task {
     },
     /// rustfmt check and clippy with warnings denied, on the workspace and the eBPF crate.
     Lint,
-    /// Run the benchmarks and store their raw output under results/ (needs root).
-    Bench,
+    /// Run a benchmark and store its raw output under results/ (xdp needs root).
+    Bench {
+        #[arg(value_enum, default_value = "all")]
+        which: Which,
+    },
     /// The main job: build, then run the embedded veth lab (`rxsteer lab`); arguments after
     /// `run` go to it (e.g. -d 20s --json). Needs root.
     Run {
@@ -42,6 +45,15 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Which {
+    /// ns/packet of the XDP programs (BPF_PROG_TEST_RUN; root).
+    Xdp,
+    /// The rpc record: native ZAP vs serde_json, simd-json, sonic-rs.
+    Serde,
+    All,
 }
 
 fn main() {
@@ -103,9 +115,15 @@ fn real_main() -> Result<()> {
                     .args(args),
             )
         }
-        Task::Bench => {
+        Task::Bench { which } => {
             build_ebpf(&paths)?;
-            bench::xdp_ns_per_packet(&paths)
+            if matches!(which, Which::Xdp | Which::All) {
+                bench::run(&paths, &bench::XDP)?;
+            }
+            if matches!(which, Which::Serde | Which::All) {
+                bench::run(&paths, &bench::SERDE)?;
+            }
+            Ok(())
         }
         Task::Lint => {
             build_ebpf(&paths)?;

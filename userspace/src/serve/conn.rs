@@ -64,7 +64,10 @@ impl ReadBuf {
 
     /// Reads once. `Ok(0)`: the peer closed. Errors with `InvalidData` when the buffer is full
     /// at its limit (a request or frame larger than allowed).
-    pub async fn read_from(&mut self, s: &mut TcpStream) -> io::Result<usize> {
+    pub async fn read_from<R: tokio::io::AsyncRead + Unpin>(
+        &mut self,
+        s: &mut R,
+    ) -> io::Result<usize> {
         if self.end == self.buf.len() {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
@@ -223,5 +226,64 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
         if close {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn memory_follows_bytes_received_not_the_announced_length() {
+        block_on(async {
+            let (mut client, mut server) = tokio::io::duplex(1 << 20);
+            let mut rd = ReadBuf::new((2 << 20) + 4);
+            // A 2 MiB frame announced, 100 bytes sent: the buffer stays at its initial size.
+            client.write_all(&(2u32 << 20).to_be_bytes()).await.unwrap();
+            client.write_all(&[7u8; 100]).await.unwrap();
+            rd.read_from(&mut server).await.unwrap();
+            assert_eq!(rd.data().len(), 104);
+            assert_eq!(rd.capacity(), INITIAL);
+            // It grows by doubling only as bytes arrive and fill it.
+            let chunk = vec![1u8; 64 << 10];
+            client.write_all(&chunk).await.unwrap();
+            while rd.data().len() < 104 + chunk.len() {
+                rd.read_from(&mut server).await.unwrap();
+            }
+            assert!(
+                rd.capacity() < 4 * (104 + chunk.len()),
+                "capacity {} for {} bytes",
+                rd.capacity(),
+                rd.data().len()
+            );
+        });
+    }
+
+    #[test]
+    fn a_full_buffer_at_its_limit_is_an_error_and_consumed_bytes_are_reused() {
+        block_on(async {
+            let (mut client, mut server) = tokio::io::duplex(1 << 16);
+            let mut rd = ReadBuf::new(32);
+            client.write_all(&[1u8; 32]).await.unwrap();
+            while rd.data().len() < 32 {
+                rd.read_from(&mut server).await.unwrap();
+            }
+            client.write_all(&[2u8; 8]).await.unwrap();
+            let err = rd.read_from(&mut server).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+            // After consuming, the same capacity takes the next bytes (compacted, not grown).
+            rd.consume(16);
+            rd.read_from(&mut server).await.unwrap();
+            assert_eq!(rd.capacity(), 32);
+            assert_eq!(&rd.data()[16..], &[2u8; 8]);
+        });
     }
 }
