@@ -34,24 +34,49 @@ pub struct Bench {
     pub name: &'static str,
     pub package: &'static str,
     pub bench: &'static str,
+    /// A measuring test run with --nocapture rather than a cargo bench.
+    pub is_test: bool,
 }
 
 pub const XDP: Bench = Bench {
     name: "xdp-ns-per-packet",
     package: "rxsteer",
     bench: "xdp_ns_per_packet",
+    is_test: false,
 };
 pub const SERDE: Bench = Bench {
     name: "serde-axis",
     package: "rxsteer-wire",
     bench: "serde_axis",
+    is_test: false,
+};
+/// The servers' allocations per request: its printed figures are the result.
+pub const ALLOCS: Bench = Bench {
+    name: "server-allocs-per-request",
+    package: "rxsteer",
+    bench: "zero_alloc",
+    is_test: true,
 };
 
 /// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder.
 pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
     let dir = run_dir(paths, b.name)?;
-    let out = cmd::cargo(None)
-        .args(["bench", "-p", b.package, "--bench", b.bench])
+    let mut c = cmd::cargo(None);
+    if b.is_test {
+        c.args([
+            "test",
+            "--release",
+            "-p",
+            b.package,
+            "--test",
+            b.bench,
+            "--",
+            "--nocapture",
+        ]);
+    } else {
+        c.args(["bench", "-p", b.package, "--bench", b.bench]);
+    }
+    let out = c
         .env("RXSTEER_BENCH_JSON", dir.join("raw.json"))
         .current_dir(&paths.root)
         .stderr(Stdio::inherit())

@@ -53,6 +53,8 @@ enum Which {
     Xdp,
     /// The rpc record: native ZAP vs serde_json, simd-json, sonic-rs.
     Serde,
+    /// The servers' allocations per request in steady state (counting allocator).
+    Allocs,
     All,
 }
 
@@ -122,6 +124,9 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Serde | Which::All) {
                 bench::run(&paths, &bench::SERDE)?;
+            }
+            if matches!(which, Which::Allocs | Which::All) {
+                bench::run(&paths, &bench::ALLOCS)?;
             }
             Ok(())
         }
