@@ -1,0 +1,147 @@
+//! Hostile input while serving: each bad connection gets its defined answer or is closed, and
+//! the server keeps serving everyone else. No privileges needed.
+use rxsteer::serve::{start, ServeConfig, Server};
+use rxsteer_wire::zaphttp::encode_request;
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpStream},
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+const IDLE: Duration = Duration::from_millis(500);
+
+fn server() -> &'static Server {
+    static S: OnceLock<Server> = OnceLock::new();
+    S.get_or_init(|| {
+        let mut cfg = ServeConfig {
+            http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            threads: 1,
+            ..ServeConfig::default()
+        };
+        cfg.conn.idle = IDLE;
+        start(cfg).unwrap()
+    })
+}
+
+fn conn(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+/// Reads until the server closes; returns what it sent and how long that took.
+fn until_closed(s: &mut TcpStream) -> (Vec<u8>, Duration) {
+    let start = Instant::now();
+    let mut all = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return (all, start.elapsed()),
+            Ok(n) => all.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A good client still gets answers on both transports.
+fn still_serving() {
+    let mut h = conn(server().http.unwrap());
+    h.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert!(until_closed(&mut h).0.ends_with(b"\r\n\r\nok"));
+    let mut z = conn(server().zap.unwrap());
+    let mut req = Vec::new();
+    encode_request(&mut req, b"GET", b"/health", &[], b"");
+    z.write_all(&req).unwrap();
+    let mut resp = [0u8; 129];
+    z.read_exact(&mut resp).unwrap();
+    assert_eq!(&resp[127..], b"ok");
+}
+
+#[test]
+fn half_a_request_then_silence_is_closed_after_the_idle_timeout() {
+    for (addr, half) in [
+        (
+            server().http.unwrap(),
+            b"GET /health HTTP/1.1\r\nHost: x\r\n".to_vec(),
+        ),
+        (server().zap.unwrap(), {
+            let mut r = Vec::new();
+            encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
+            r.truncate(300);
+            r
+        }),
+    ] {
+        let mut s = conn(addr);
+        s.write_all(&half).unwrap();
+        let (got, took) = until_closed(&mut s);
+        assert!(got.is_empty(), "no reply to half a request");
+        assert!(took >= IDLE / 2 && took < IDLE * 6, "closed after {took:?}");
+    }
+    still_serving();
+}
+
+#[test]
+fn garbage_overruns_and_bad_text_get_defined_answers() {
+    let zap = server().zap.unwrap();
+    // Random bytes as a "frame" of plausible length: 400 then closed.
+    let mut s = conn(zap);
+    let mut junk = vec![0, 0, 0, 64];
+    junk.extend((0..64u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8));
+    s.write_all(&junk).unwrap();
+    let (got, _) = until_closed(&mut s);
+    assert!(String::from_utf8_lossy(&got).contains("malformed request frame"));
+    // A header pair count that overruns the frame: "truncated header block", 400.
+    let mut req = Vec::new();
+    encode_request(&mut req, b"GET", b"/health", &[(b"Host", b"x")], b"");
+    let pairs_at = 4 + 64 + 3 + 7 + 8; // prefix + header + fixed + method + target + proto
+    req[pairs_at..pairs_at + 4].copy_from_slice(&1000u32.to_le_bytes());
+    let mut s = conn(zap);
+    s.write_all(&req).unwrap();
+    let (got, _) = until_closed(&mut s);
+    assert!(
+        String::from_utf8_lossy(&got).contains("malformed request frame: truncated header block"),
+        "{got:?}"
+    );
+    // 0xFFFFFFFF length: closed without a reply.
+    let mut s = conn(zap);
+    s.write_all(&[0xff; 4]).unwrap();
+    assert!(until_closed(&mut s).0.is_empty());
+    // Invalid UTF-8 in the method and target: no route matches, 404, connection kept.
+    let mut req = Vec::new();
+    encode_request(&mut req, b"G\xffT", b"/\xfe\xfd", &[], b"");
+    let mut s = conn(zap);
+    s.write_all(&req).unwrap();
+    let mut head = [0u8; 24];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(u16::from_le_bytes([head[20], head[21]]), 404);
+    // HTTP: invalid UTF-8 in the request line is a 400.
+    let mut s = conn(server().http.unwrap());
+    s.write_all(b"GET /\xff\xfe HTTP/1.1\r\n\r\n").unwrap();
+    let (got, _) = until_closed(&mut s);
+    assert!(
+        got.starts_with(b"HTTP/1.1 400"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    still_serving();
+}
+
+#[test]
+fn many_idle_connections_do_not_stop_service() {
+    let conns: Vec<TcpStream> = (0..500)
+        .map(|i| {
+            conn(
+                if i % 2 == 0 {
+                    server().http
+                } else {
+                    server().zap
+                }
+                .unwrap(),
+            )
+        })
+        .collect();
+    still_serving();
+    drop(conns);
+}
