@@ -1,6 +1,5 @@
 //! HTTP/1.1 framing for the server: requests parsed with `httparse` into a stack array of
 //! headers (no allocation), responses encoded into a reused buffer.
-use std::io::Write;
 
 /// Most headers one request may carry; more is 431.
 pub const MAX_HEADERS: usize = 64;
@@ -125,6 +124,18 @@ pub fn write_response(
     body: &[u8],
     close: bool,
 ) {
+    write_head(out, status, content_type, body.len(), close);
+    out.extend_from_slice(body);
+}
+
+/// Appends the status line and headers for a body of `body_len` bytes sent separately.
+pub fn write_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_type: &[u8],
+    body_len: usize,
+    close: bool,
+) {
     let mut n = itoa::Buffer::new();
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(n.format(status).as_bytes());
@@ -133,10 +144,9 @@ pub fn write_response(
     out.extend_from_slice(b"\r\nServer: rxsteer\r\nContent-Type: ");
     out.extend_from_slice(content_type);
     out.extend_from_slice(b"\r\nContent-Length: ");
-    out.extend_from_slice(n.format(body.len()).as_bytes());
+    out.extend_from_slice(n.format(body_len).as_bytes());
     if close {
         out.extend_from_slice(b"\r\nConnection: close");
     }
     out.extend_from_slice(b"\r\n\r\n");
-    let _ = out.write_all(body);
 }

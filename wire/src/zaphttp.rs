@@ -314,6 +314,47 @@ pub fn encode_response(
     end_frame(out, start);
 }
 
+/// Appends a response frame's head: everything up to the body, with the body slot, size and
+/// length prefix already counting `body_len` bytes. The caller sends the body right after it
+/// (one vectored write), so a large body is never copied into the frame. No trailers.
+pub fn encode_response_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    reason: &[u8],
+    headers: &[(&[u8], &[u8])],
+    body_len: usize,
+) {
+    let start = begin_frame(out, FRAME_RESPONSE);
+    let root = HEADER_LEN;
+    let status = if status == 0 { 200 } else { status };
+    out[start + root..start + root + 2].copy_from_slice(&status.to_le_bytes());
+    tail(
+        out,
+        start,
+        root + 8,
+        if reason.is_empty() {
+            status_text(status).as_bytes()
+        } else {
+            reason
+        },
+    );
+    tail(out, start, root + 16, b"HTTP/1.1");
+    let at = out.len();
+    let first: [&[u8]; 4] = [
+        b"Content-Type",
+        b"Content-Encoding",
+        b"Server",
+        b"Set-Cookie",
+    ];
+    let len = write_pairs(out, headers, &first, Some(DEFAULT_CONTENT_TYPE));
+    zap::set_slot(out, start + root + 24, at, len);
+    let body_at = out.len();
+    zap::set_slot(out, start + root + 32, body_at, body_len);
+    let total = (body_at - start + body_len) as u32;
+    out[start + 12..start + 16].copy_from_slice(&total.to_le_bytes());
+    out[start - 4..start].copy_from_slice(&total.to_be_bytes());
+}
+
 /// fasthttp's status texts for the codes rxsteer uses, and its fallback.
 pub fn status_text(status: u16) -> &'static str {
     match status {

@@ -253,3 +253,17 @@ fn native_records() {
     rpc::handle_native(&req_wire[4..], &mut out).unwrap();
     assert_eq!(with_prefix(&out), resp_wire);
 }
+
+#[test]
+fn a_response_head_plus_its_body_is_the_whole_frame() {
+    // The vectored path must put exactly the same bytes on the wire as the copying encoder.
+    for body in [&b"ok"[..], &[9u8; 70000][..], b""] {
+        let ct: &[(&[u8], &[u8])] = &[(b"Content-Type", b"application/octet-stream")];
+        let mut whole = Vec::new();
+        encode_response(&mut whole, 200, b"", ct, body, &[]);
+        let mut head = Vec::new();
+        rxsteer_wire::zaphttp::encode_response_head(&mut head, 200, b"", ct, body.len());
+        head.extend_from_slice(body);
+        assert_eq!(head, whole, "body of {} bytes", body.len());
+    }
+}

@@ -50,6 +50,12 @@ pub const SERDE: Bench = Bench {
     bench: "serde_axis",
     is_test: false,
 };
+pub const ECHO: Bench = Bench {
+    name: "echo-64k-zap-vs-http",
+    package: "rxsteer",
+    bench: "echo_64k",
+    is_test: false,
+};
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
     name: "server-allocs-per-request",

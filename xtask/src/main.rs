@@ -55,6 +55,8 @@ enum Which {
     Serde,
     /// The servers' allocations per request in steady state (counting allocator).
     Allocs,
+    /// /echo 64 KiB: ZAP vs HTTP, vectored write vs copying the body.
+    Echo,
     All,
 }
 
@@ -127,6 +129,9 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Allocs | Which::All) {
                 bench::run(&paths, &bench::ALLOCS)?;
+            }
+            if matches!(which, Which::Echo | Which::All) {
+                bench::run(&paths, &bench::ECHO)?;
             }
             Ok(())
         }

@@ -13,8 +13,8 @@ use tokio::{
 };
 
 use rxsteer_wire::{
-    http1::{parse_request, write_response, Limits},
-    zaphttp::{decode_request, encode_response, split_frame},
+    http1::{parse_request, write_head, write_response, Limits},
+    zaphttp::{decode_request, encode_response, encode_response_head, split_frame},
 };
 
 use super::handlers::{body_bytes, handle, CT_TEXT};
@@ -27,6 +27,31 @@ pub struct ConnConfig {
     pub max_frame: usize,
     /// A connection with nothing to read for this long is closed.
     pub idle: Duration,
+    /// Bodies at least this long are not copied into the response buffer: the head and the
+    /// body go out in one vectored write. `usize::MAX` always copies.
+    pub vectored_min: usize,
+}
+
+/// Default for [`ConnConfig::vectored_min`].
+pub const VECTORED_MIN: usize = 16 << 10;
+
+/// Writes `a` then `b` with vectored writes, without copying either.
+async fn write_all_vectored(s: &mut TcpStream, mut a: &[u8], mut b: &[u8]) -> io::Result<()> {
+    while !a.is_empty() || !b.is_empty() {
+        let n = s
+            .write_vectored(&[io::IoSlice::new(a), io::IoSlice::new(b)])
+            .await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        if n < a.len() {
+            a = &a[n..];
+        } else {
+            b = &b[n - a.len()..];
+            a = &[];
+        }
+    }
+    Ok(())
 }
 
 const INITIAL: usize = 16 << 10;
@@ -123,13 +148,20 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
                         req.body,
                         &mut scratch,
                     );
-                    write_response(
-                        &mut out,
-                        reply.status,
-                        reply.content_type,
-                        body_bytes(&reply, &scratch),
-                        req.close,
-                    );
+                    let body = body_bytes(&reply, &scratch);
+                    if body.len() >= cfg.vectored_min {
+                        write_head(
+                            &mut out,
+                            reply.status,
+                            reply.content_type,
+                            body.len(),
+                            req.close,
+                        );
+                        write_all_vectored(&mut s, &out, body).await?;
+                        out.clear();
+                    } else {
+                        write_response(&mut out, reply.status, reply.content_type, body, req.close);
+                    }
                     consumed += req.consumed;
                     n += 1;
                     if req.close {
@@ -190,14 +222,14 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
                                 &mut scratch,
                             );
                             let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", reply.content_type)];
-                            encode_response(
-                                &mut out,
-                                reply.status,
-                                b"",
-                                &ct,
-                                body_bytes(&reply, &scratch),
-                                &[],
-                            );
+                            let body = body_bytes(&reply, &scratch);
+                            if body.len() >= cfg.vectored_min {
+                                encode_response_head(&mut out, reply.status, b"", &ct, body.len());
+                                write_all_vectored(&mut s, &out, body).await?;
+                                out.clear();
+                            } else {
+                                encode_response(&mut out, reply.status, b"", &ct, body, &[]);
+                            }
                             n += 1;
                         }
                         Err(e) => {

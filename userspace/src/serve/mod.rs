@@ -54,6 +54,7 @@ impl Default for ServeConfig {
                 http: Limits::default(),
                 max_frame: rxsteer_wire::zap::MAX_FRAME,
                 idle: Duration::from_secs(60),
+                vectored_min: conn::VECTORED_MIN,
             },
             on_worker_start: None,
         }
