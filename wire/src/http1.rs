@@ -150,3 +150,43 @@ pub fn write_head(
     }
     out.extend_from_slice(b"\r\n\r\n");
 }
+
+/// A complete response at the front of a buffer (client side).
+#[derive(Clone, Copy, Debug)]
+pub struct Response<'a> {
+    pub status: u16,
+    pub body: &'a [u8],
+    pub consumed: usize,
+}
+
+/// Parses the response at the front of `buf` (Content-Length framing, as the servers send).
+/// `Ok(None)`: incomplete. A response without Content-Length, or malformed, is an error.
+pub fn parse_response(buf: &[u8]) -> Result<Option<Response<'_>>, HttpError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(HttpError::Malformed),
+    };
+    let len = resp
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .ok_or(HttpError::Malformed)?;
+    let Some(body) = buf.get(head..head + len) else {
+        return Ok(None);
+    };
+    Ok(Some(Response {
+        status: resp.code.ok_or(HttpError::Malformed)?,
+        body,
+        consumed: head + len,
+    }))
+}

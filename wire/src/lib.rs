@@ -11,6 +11,7 @@
 //! connection encodes and decodes without allocating.
 pub mod http1;
 pub mod native;
+pub mod native_bench;
 pub mod rpc;
 pub mod zap;
 pub mod zaphttp;

@@ -56,6 +56,12 @@ pub const ECHO: Bench = Bench {
     bench: "echo_64k",
     is_test: false,
 };
+pub const WORKLOADS: Bench = Bench {
+    name: "workloads",
+    package: "rxsteer-wire",
+    bench: "workloads",
+    is_test: false,
+};
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
     name: "server-allocs-per-request",

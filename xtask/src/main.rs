@@ -57,6 +57,8 @@ enum Which {
     Allocs,
     /// /echo 64 KiB: ZAP vs HTTP, vectored write vs copying the body.
     Echo,
+    /// The seed paper's workload table: wire bytes, allocations, ns per round trip per arm.
+    Workloads,
     All,
 }
 
@@ -132,6 +134,9 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Echo | Which::All) {
                 bench::run(&paths, &bench::ECHO)?;
+            }
+            if matches!(which, Which::Workloads | Which::All) {
+                bench::run(&paths, &bench::WORKLOADS)?;
             }
             Ok(())
         }
