@@ -91,7 +91,9 @@ fn running(deadline: Instant, stop: &AtomicBool) -> bool {
 /// and closes first; a server still waiting then gives up.
 const SERVER_GRACE: Duration = Duration::from_secs(3);
 
-/// Echoes one connection until its client closes it.
+/// Echoes one connection until its client closes it. No read timeout: a timed-out
+/// `read_exact` drops the bytes it had read and desynchronises the stream. Clients always close
+/// (at the deadline or on error), which ends this loop.
 fn serve_one(l: &TcpListener, deadline: Instant, stop: &AtomicBool) -> Result<()> {
     let hard_stop = deadline + SERVER_GRACE;
     let mut conn = loop {
@@ -108,21 +110,14 @@ fn serve_one(l: &TcpListener, deadline: Instant, stop: &AtomicBool) -> Result<()
     };
     conn.set_nonblocking(false)?;
     conn.set_nodelay(true)?;
-    conn.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut buf = [0u8; REQUEST_BYTES];
-    while running(deadline, stop) {
+    loop {
         match conn.read_exact(&mut buf) {
-            Ok(()) => conn.write_all(&buf)?,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Ok(()) => conn.write_all(&buf).context("lab load: server write")?,
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).context("lab load: server read"),
         }
     }
-    Ok(())
 }
 
 fn drive(addr: (Ipv4Addr, u16), deadline: Instant, stop: &AtomicBool, n: &AtomicU64) -> Result<()> {
