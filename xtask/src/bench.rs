@@ -62,6 +62,12 @@ pub const WORKLOADS: Bench = Bench {
     bench: "workloads",
     is_test: false,
 };
+pub const NGINX: Bench = Bench {
+    name: "health-vs-nginx",
+    package: "rxsteer",
+    bench: "health_vs_nginx",
+    is_test: false,
+};
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
     name: "server-allocs-per-request",

@@ -60,7 +60,17 @@ pub fn ensure(paths: &Paths) -> Result<()> {
 }
 
 fn packages(did: &mut Vec<String>) -> Result<()> {
-    let missing: Vec<&str> = PACKAGES
+    install_missing("packages", &PACKAGES, did)
+}
+
+/// Installs the Debian packages a task needs when their commands are missing.
+pub fn packages_for(task: &str, wanted: &[(&str, &str)]) -> Result<()> {
+    let mut did = Vec::new();
+    install_missing(task, wanted, &mut did)
+}
+
+fn install_missing(step: &str, wanted: &[(&str, &str)], did: &mut Vec<String>) -> Result<()> {
+    let missing: Vec<&str> = wanted
         .iter()
         .filter(|(bin, _)| !on_path(bin) && !Path::new("/usr/sbin").join(bin).exists())
         .map(|&(_, pkg)| pkg)
@@ -70,7 +80,7 @@ fn packages(did: &mut Vec<String>) -> Result<()> {
     }
     if !cmd::is_root() {
         bail!(
-            "step packages: missing Debian packages {}; run as root or install them: \
+            "step {step}: missing Debian packages {}; run as root or install them: \
              apt-get install {}",
             missing.join(" "),
             missing.join(" ")

@@ -59,6 +59,8 @@ enum Which {
     Echo,
     /// The seed paper's workload table: wire bytes, allocations, ns per round trip per arm.
     Workloads,
+    /// GET /health: rxsteer serve vs nginx, both driven by wrk (installs nginx and wrk).
+    Nginx,
     All,
 }
 
@@ -137,6 +139,10 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Workloads | Which::All) {
                 bench::run(&paths, &bench::WORKLOADS)?;
+            }
+            if matches!(which, Which::Nginx | Which::All) {
+                ensure::packages_for("bench nginx", &[("nginx", "nginx"), ("wrk", "wrk")])?;
+                bench::run(&paths, &bench::NGINX)?;
             }
             Ok(())
         }
