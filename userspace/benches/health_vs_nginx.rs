@@ -117,13 +117,19 @@ fn nginx(port: u16, cpu: u32) -> Nginx {
         dir = dir.display()
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    // No inherited pipes: a worker must never hold the caller's output open.
     let child = Command::new("nginx")
         .args(["-p", &dir.display().to_string(), "-c", "nginx.conf"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .expect("nginx on PATH");
+    // The guard owns it from here: every path (including the panic below) stops it.
+    let guard = Nginx(child, dir);
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Nginx(child, dir);
+            return guard;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
