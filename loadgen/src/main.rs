@@ -1,6 +1,354 @@
-//! rxload: the HTTP/1.1 and ZAP load generator. Not built yet (see the loadgen issue): this
-//! binary says so and exits non-zero, so nothing can mistake it for a measurement.
+//! rxload: the HTTP/1.1 and ZAP load generator. Closed loop (one request in flight per
+//! connection), warm-up excluded, HDR latency merged across threads, every response validated,
+//! errors counted by kind, client allocations per request and the tool's own CPU time.
+mod alloc;
+mod conn;
+mod scenario;
+mod stats;
+mod target;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use std::{
+    cell::RefCell,
+    rc::Rc,
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use conn::Phase;
+use scenario::{Custom, Scenario};
+use stats::{Stats, ERROR_KINDS};
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rxload",
+    version,
+    about = "HTTP/1.1 and ZAP load generator (closed loop, HDR latency, validated responses)"
+)]
+struct Args {
+    /// http://host:port/path or zap://host:port/path
+    target: String,
+    /// Connections, one request in flight each.
+    #[arg(short, long, default_value = "125", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    connections: u32,
+    /// Threads (default: online CPUs, at most one per connection).
+    #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+    /// Measured duration (default 10s unless -n is given).
+    #[arg(short, long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Stop after this many measured responses.
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    requests: Option<u64>,
+    /// Warm-up before measuring, excluded from every figure.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_zero)]
+    warmup: Duration,
+    #[arg(long, value_enum, default_value = "health")]
+    scenario: Scenario,
+    /// Echo body: bytes, or tiny (16), small (256), chat (~800 B JSON), medium (4 KiB), large (64 KiB).
+    #[arg(long, default_value = "tiny", value_parser = scenario::body_size)]
+    body_size: usize,
+    /// Explicit method (the response is then only checked for a 2xx status).
+    #[arg(short, long)]
+    method: Option<String>,
+    /// Extra header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// Explicit body: a literal, or @file.
+    #[arg(long)]
+    body: Option<String>,
+    /// Write every figure as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be more than 0"));
+    }
+    Ok(d)
+}
+
+fn parse_duration_zero(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not 'Name: value'"))?;
+    let k = k.trim();
+    if k.is_empty()
+        || k.bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        return Err(format!("{s:?}: bad header name"));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
 fn main() {
-    eprintln!("rxload: not implemented yet; the load generator is tracked in its own issue");
-    std::process::exit(2);
+    match run(Args::parse()) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("rxload: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn run(args: Args) -> Result<i32> {
+    let target = target::parse(&args.target)?;
+    let body = match args.body.as_deref() {
+        Some(b) => Some(match b.strip_prefix('@') {
+            Some(path) => std::fs::read(path).with_context(|| format!("--body @{path}"))?,
+            None => b.as_bytes().to_vec(),
+        }),
+        None => None,
+    };
+    let custom = Custom {
+        method: args.method.as_deref(),
+        headers: &args.headers,
+        body,
+    };
+    let request = scenario::build(&target, args.scenario, args.body_size, &custom)?;
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let threads = args.threads.unwrap_or(online).min(args.connections);
+    let duration = match (args.duration, args.requests) {
+        (Some(d), _) => d,
+        (None, Some(_)) => Duration::from_secs(24 * 3600),
+        (None, None) => Duration::from_secs(10),
+    };
+    if args.duration.is_some() && args.requests.is_some() {
+        bail!("give -d or -n, not both");
+    }
+
+    let start = Instant::now();
+    let phase = Arc::new(Phase {
+        measure_from: start + args.warmup,
+        measure_until: start + args.warmup + duration,
+        stop: Default::default(),
+        limit: args.requests,
+        measured: Default::default(),
+    });
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let conns = args.connections / threads + u32::from(t < args.connections % threads);
+        let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("rxload-{t}"))
+                .spawn(move || -> Result<Stats> {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_io()
+                        .enable_time()
+                        .build()?;
+                    let local = tokio::task::LocalSet::new();
+                    let stats = Rc::new(RefCell::new(Stats::new()));
+                    let req = Rc::new(req);
+                    local.block_on(&rt, async {
+                        let tasks: Vec<_> = (0..conns)
+                            .map(|_| {
+                                tokio::task::spawn_local(conn::run(
+                                    req.clone(),
+                                    addr,
+                                    phase.clone(),
+                                    stats.clone(),
+                                ))
+                            })
+                            .collect();
+                        for task in tasks {
+                            let _ = task.await;
+                        }
+                    });
+                    Ok(Rc::try_unwrap(stats)
+                        .map_err(|_| anyhow::anyhow!("stats still shared"))?
+                        .into_inner())
+                })?,
+        );
+    }
+    // The measured window: allocations and CPU time between its edges.
+    sleep_until(phase.measure_from, &phase);
+    let (a0, cpu0, t0) = (alloc::snapshot(), alloc::cpu_seconds(), Instant::now());
+    while Instant::now() < phase.measure_until && !phase.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            Duration::from_millis(5).min(
+                phase
+                    .measure_until
+                    .saturating_duration_since(Instant::now()),
+            ),
+        );
+    }
+    let (a1, cpu1, elapsed) = (
+        alloc::snapshot(),
+        alloc::cpu_seconds(),
+        t0.elapsed().as_secs_f64(),
+    );
+    phase.stop.store(true, Ordering::Relaxed);
+    let mut total = Stats::new();
+    for h in handles {
+        total.merge(&h.join().expect("load thread panicked")?);
+    }
+    let report = Report::new(
+        &args,
+        &target,
+        threads,
+        &total,
+        elapsed,
+        a1.0 - a0.0,
+        a1.1 - a0.1,
+        cpu1 - cpu0,
+        request.bytes.len(),
+    );
+    print!("{}", report.human());
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report.json())?)
+            .with_context(|| format!("--json {}", path.display()))?;
+    }
+    Ok(if total.ok == 0 { 1 } else { 0 })
+}
+
+fn sleep_until(t: Instant, phase: &Phase) {
+    while Instant::now() < t && !phase.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            Duration::from_millis(2).min(t.saturating_duration_since(Instant::now())),
+        );
+    }
+}
+
+struct Report<'a> {
+    args: &'a Args,
+    target: &'a target::Target,
+    threads: u32,
+    stats: &'a Stats,
+    elapsed: f64,
+    allocs: u64,
+    alloc_bytes: u64,
+    cpu: f64,
+    request_bytes: usize,
+}
+
+impl<'a> Report<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        args: &'a Args,
+        target: &'a target::Target,
+        threads: u32,
+        stats: &'a Stats,
+        elapsed: f64,
+        allocs: u64,
+        alloc_bytes: u64,
+        cpu: f64,
+        request_bytes: usize,
+    ) -> Self {
+        Self {
+            args,
+            target,
+            threads,
+            stats,
+            elapsed,
+            allocs,
+            alloc_bytes,
+            cpu,
+            request_bytes,
+        }
+    }
+
+    fn rps(&self) -> f64 {
+        self.stats.ok as f64 / self.elapsed.max(1e-9)
+    }
+
+    fn per_request(&self, v: u64) -> f64 {
+        v as f64 / self.stats.ok.max(1) as f64
+    }
+
+    fn quantiles(&self) -> Vec<(&'static str, u64)> {
+        let h = &self.stats.latency_us;
+        let q = |p: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(p)
+            }
+        };
+        vec![
+            ("p50", q(0.5)),
+            ("p90", q(0.9)),
+            ("p99", q(0.99)),
+            ("p99.9", q(0.999)),
+            ("p99.99", q(0.9999)),
+            ("max", h.max()),
+        ]
+    }
+
+    fn human(&self) -> String {
+        let s = self.stats;
+        let mut o = format!(
+            "{:?} {} {:?} c={} t={} measured {:.2}s (warm-up {:?} excluded)\n",
+            self.target.proto,
+            self.args.target,
+            self.args.scenario,
+            self.args.connections,
+            self.threads,
+            self.elapsed,
+            self.args.warmup
+        );
+        o += &format!(
+            "Reqs/sec   {:.0}\nRequests   {} ok, {} errors\n",
+            self.rps(),
+            s.ok,
+            s.total_errors()
+        );
+        o += &format!(
+            "Transfer   {:.2} MB/s in, {:.2} MB/s out\n",
+            s.bytes_in as f64 / self.elapsed / 1e6,
+            s.bytes_out as f64 / self.elapsed / 1e6
+        );
+        o += &format!("Latency    mean {:.0}us", s.latency_us.mean());
+        for (name, v) in self.quantiles() {
+            o += &format!("  {name} {v}us");
+        }
+        o += "\nStatus    ";
+        for (code, n) in s.status.iter().enumerate().filter(|(_, n)| **n > 0) {
+            o += &format!(" {code}: {n}");
+        }
+        o += "\nErrors    ";
+        for (kind, n) in ERROR_KINDS.iter().zip(s.errors) {
+            o += &format!(" {kind} {n}");
+        }
+        o += &format!(
+            "\nClient     {:.3} allocs/req, {:.1} B/req, {:.2} CPU-s ({:.0} req per CPU-s), {} B per request on the wire\n",
+            self.per_request(self.allocs),
+            self.per_request(self.alloc_bytes),
+            self.cpu,
+            s.ok as f64 / self.cpu.max(1e-9),
+            self.request_bytes
+        );
+        o
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let s = self.stats;
+        let lat: serde_json::Map<String, serde_json::Value> = self
+            .quantiles()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.into()))
+            .collect();
+        serde_json::json!({
+            "target": self.args.target, "proto": self.target.proto, "scenario": self.args.scenario,
+            "connections": self.args.connections, "threads": self.threads, "measured_s": self.elapsed,
+            "warmup_s": self.args.warmup.as_secs_f64(), "requests": s.ok, "req_per_s": self.rps(),
+            "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "request_wire_bytes": self.request_bytes,
+            "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat},
+            "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+            "errors": ERROR_KINDS.iter().zip(s.errors).map(|(k, n)| (k.to_string(), n.into())).collect::<serde_json::Map<_, _>>(),
+            "client": {"allocs_per_request": self.per_request(self.allocs), "bytes_per_request": self.per_request(self.alloc_bytes),
+                        "cpu_s": self.cpu, "requests_per_cpu_s": s.ok as f64 / self.cpu.max(1e-9)},
+        })
+    }
 }

@@ -1,0 +1,163 @@
+//! One connection's closed loop: one request in flight, the response read and validated, its
+//! latency recorded when it completed inside the measured window. Errors are counted by kind
+//! and the connection is opened again. Nothing is allocated per request.
+use std::{
+    cell::RefCell,
+    net::SocketAddr,
+    rc::Rc,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    time::timeout,
+};
+
+use rxsteer_wire::{
+    http1::parse_response,
+    zap::MAX_FRAME,
+    zaphttp::{decode_response, split_frame},
+};
+
+use crate::{
+    scenario::{validate, Invalid, Request},
+    stats::{ErrorKind, Stats},
+    target::Proto,
+};
+
+/// The run's clock, shared by every connection.
+pub struct Phase {
+    pub measure_from: Instant,
+    pub measure_until: Instant,
+    pub stop: AtomicBool,
+    /// `-n`: stop once this many responses were measured.
+    pub limit: Option<u64>,
+    pub measured: AtomicU64,
+}
+
+impl Phase {
+    fn done(&self, now: Instant) -> bool {
+        now >= self.measure_until || self.stop.load(Ordering::Relaxed)
+    }
+}
+
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+enum Outcome {
+    Ok,
+    Fail(ErrorKind),
+}
+
+/// Reads one response into `buf`; returns (status, body range, bytes consumed).
+async fn read_response(
+    s: &mut TcpStream,
+    proto: Proto,
+    buf: &mut Vec<u8>,
+) -> Result<(u16, std::ops::Range<usize>, usize), ErrorKind> {
+    let mut filled = 0;
+    loop {
+        match proto {
+            Proto::Http => match parse_response(&buf[..filled]) {
+                Ok(Some(r)) => {
+                    let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
+                    return Ok((r.status, start..start + r.body.len(), r.consumed));
+                }
+                Ok(None) => {}
+                Err(_) => return Err(ErrorKind::Protocol),
+            },
+            Proto::Zap => match split_frame(&buf[..filled], MAX_FRAME) {
+                Ok(Some((frame, used))) => {
+                    let r = decode_response(frame).map_err(|_| ErrorKind::Protocol)?;
+                    let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
+                    return Ok((r.status, start..start + r.body.len(), used));
+                }
+                Ok(None) => {}
+                Err(_) => return Err(ErrorKind::Protocol),
+            },
+        }
+        if filled == buf.len() {
+            // Only for a response larger than any seen before: grows with bytes received.
+            let grown = (buf.len() * 2).min(MAX_FRAME + 4);
+            if grown == buf.len() {
+                return Err(ErrorKind::Protocol);
+            }
+            buf.resize(grown, 0);
+        }
+        match timeout(IO_TIMEOUT, s.read(&mut buf[filled..])).await {
+            Err(_) => return Err(ErrorKind::Timeout),
+            Ok(Err(_)) => return Err(ErrorKind::Read),
+            Ok(Ok(0)) => return Err(ErrorKind::Read),
+            Ok(Ok(n)) => filled += n,
+        }
+    }
+}
+
+/// Runs one connection until the phase ends.
+pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: Rc<RefCell<Stats>>) {
+    let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
+    while !phase.done(Instant::now()) {
+        let mut s = match timeout(IO_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(_)) | Err(_) => {
+                let now = Instant::now();
+                if now >= phase.measure_from && now < phase.measure_until {
+                    stats.borrow_mut().error(ErrorKind::Connect);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let _ = s.set_nodelay(true);
+        loop {
+            let sent = Instant::now();
+            let outcome = match timeout(IO_TIMEOUT, s.write_all(&req.bytes)).await {
+                Err(_) => Outcome::Fail(ErrorKind::Timeout),
+                Ok(Err(_)) => Outcome::Fail(ErrorKind::Write),
+                Ok(Ok(())) => match read_response(&mut s, req.proto, &mut buf).await {
+                    Err(kind) => Outcome::Fail(kind),
+                    Ok((status, body, used)) => {
+                        let mut st = stats.borrow_mut();
+                        st.status[(status as usize).min(599)] += 1;
+                        st.bytes_in += used as u64;
+                        match validate(&req.check, status, &buf[body]) {
+                            Ok(()) => Outcome::Ok,
+                            Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
+                            Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
+                        }
+                    }
+                },
+            };
+            let now = Instant::now();
+            let measuring = now >= phase.measure_from && now < phase.measure_until;
+            let mut st = stats.borrow_mut();
+            match outcome {
+                Outcome::Ok if measuring => {
+                    st.ok += 1;
+                    st.bytes_out += req.bytes.len() as u64;
+                    let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
+                    let _ = st.latency_us.record(us);
+                    if let Some(limit) = phase.limit {
+                        if phase.measured.fetch_add(1, Ordering::Relaxed) + 1 >= limit {
+                            phase.stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Outcome::Ok => {}
+                Outcome::Fail(kind) => {
+                    if measuring {
+                        st.error(kind);
+                    }
+                    // Framing may be lost: start over on a new connection.
+                    break;
+                }
+            }
+            if phase.done(now) {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! What each request is, pre-encoded once, and how its response is validated: a broken server
+//! cannot score.
+use anyhow::{bail, Result};
+use rxsteer_wire::{
+    native::{EthCallReq, EthCallResp},
+    rpc::{self, JsonResponse},
+    zaphttp::encode_request,
+};
+
+use crate::target::{Proto, Target};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scenario {
+    Health,
+    Rpc,
+    Echo,
+}
+
+/// The seed paper's workloads by name, or a byte count.
+pub fn body_size(s: &str) -> Result<usize, String> {
+    match s {
+        "tiny" => Ok(16),
+        "small" => Ok(256),
+        "chat" => Ok(CHAT.len()),
+        "medium" => Ok(4096),
+        "large" => Ok(65536),
+        n => n.parse::<usize>().ok().filter(|&n| n <= 64 << 20).ok_or_else(|| {
+            format!("--body-size {n:?}: a byte count (up to 64 MiB) or tiny, small, chat, medium, large")
+        }),
+    }
+}
+
+/// About 800 bytes of chat-completion request JSON (the "chat" workload).
+pub const CHAT: &str = r#"{"model":"zen-chat-7b","temperature":0.2,"max_tokens":256,"stream":false,"messages":[{"role":"system","content":"You are a concise assistant for an infrastructure team. Answer with exact commands and numbers, cite the man page when you use a flag, and say plainly when you do not know."},{"role":"user","content":"Our 2.5 GbE NIC has one RX queue and the server tops out at one core of softirq. Compare RPS, RFS and an XDP cpumap redirect for a small request/response HTTP service: what moves where, what it costs on the receiving CPU, and how would you measure it per core? Keep it to a table and three commands I can paste."}],"metadata":{"request_id":"req-000042","tenant":"acme-corp","session":"s-7f3a9c21","client":"rxload/0.1"},"stop":["\n\n###"],"top_p":0.95}"#;
+
+const ACCOUNT: [u8; 20] = [
+    0xde, 0xad, 0xbe, 0xef, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb,
+    0xcc, 0xdd, 0xee, 0xff,
+];
+const RPC_ID: u64 = 7;
+const RPC_BLOCK: u64 = 0x10d4f;
+const RPC_METHOD: &str = "eth_getBalance";
+
+/// One request, encoded once, and what its response must be.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub proto: Proto,
+    pub bytes: Vec<u8>,
+    pub check: Check,
+}
+
+#[derive(Clone, Debug)]
+pub enum Check {
+    /// Status 200 and exactly this body.
+    Body(Vec<u8>),
+    /// Status 200 and the rpc record for the request sent, in JSON.
+    RpcJson,
+    /// Status 200 and the native rpc record.
+    RpcNative,
+    /// Any 2xx status (explicit method/body requests).
+    Status2xx,
+}
+
+pub struct Custom<'a> {
+    pub method: Option<&'a str>,
+    pub headers: &'a [(String, String)],
+    pub body: Option<Vec<u8>>,
+}
+
+pub fn build(
+    target: &Target,
+    scenario: Scenario,
+    body_size: usize,
+    custom: &Custom,
+) -> Result<Request> {
+    let default_path = match scenario {
+        Scenario::Health => "/health",
+        Scenario::Rpc => "/rpc",
+        Scenario::Echo => "/echo",
+    };
+    let path = target.path.as_deref().unwrap_or(default_path);
+    let explicit = custom.method.is_some() || custom.body.is_some();
+    let (method, ct, body, check): (&str, Option<&str>, Vec<u8>, Check) = if explicit {
+        let body = custom.body.clone().unwrap_or_default();
+        (
+            custom
+                .method
+                .unwrap_or(if body.is_empty() { "GET" } else { "POST" }),
+            None,
+            body,
+            Check::Status2xx,
+        )
+    } else {
+        match scenario {
+            Scenario::Health => ("GET", None, Vec::new(), Check::Body(b"ok".to_vec())),
+            Scenario::Echo => {
+                let body: Vec<u8> = if body_size == CHAT.len() {
+                    CHAT.as_bytes().to_vec()
+                } else {
+                    (0..body_size).map(|i| b'a' + (i % 26) as u8).collect()
+                };
+                (
+                    "POST",
+                    Some("application/octet-stream"),
+                    body.clone(),
+                    Check::Body(body),
+                )
+            }
+            Scenario::Rpc if target.proto == Proto::Zap => {
+                let mut b = Vec::new();
+                EthCallReq {
+                    id: RPC_ID,
+                    block: RPC_BLOCK,
+                    method: RPC_METHOD.as_bytes(),
+                    account: &ACCOUNT,
+                }
+                .encode(&mut b);
+                ("POST", Some("application/zap"), b, Check::RpcNative)
+            }
+            Scenario::Rpc => {
+                let mut hex = [0u8; 42];
+                let json = rpc::JsonRequest {
+                    method: RPC_METHOD,
+                    account: rpc::hex0x(&ACCOUNT, &mut hex),
+                    block: RPC_BLOCK,
+                    id: RPC_ID,
+                };
+                (
+                    "POST",
+                    Some("application/json"),
+                    serde_json::to_vec(&json)?,
+                    Check::RpcJson,
+                )
+            }
+        }
+    };
+    for (k, _) in custom.headers {
+        if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("host") {
+            bail!("-H {k}: rxload sets that header itself");
+        }
+    }
+    let mut bytes = Vec::new();
+    match target.proto {
+        Proto::Http => {
+            bytes.extend_from_slice(
+                format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", target.authority).as_bytes(),
+            );
+            if let Some(ct) = ct {
+                bytes.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
+            }
+            for (k, v) in custom.headers {
+                bytes.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+            }
+            if !body.is_empty() || method != "GET" {
+                bytes.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+            }
+            bytes.extend_from_slice(b"\r\n");
+            bytes.extend_from_slice(&body);
+        }
+        Proto::Zap => {
+            let mut h: Vec<(&[u8], &[u8])> = vec![(b"Host", target.authority.as_bytes())];
+            if let Some(ct) = ct {
+                h.push((b"Content-Type", ct.as_bytes()));
+            }
+            h.extend(
+                custom
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+            );
+            encode_request(&mut bytes, method.as_bytes(), path.as_bytes(), &h, &body);
+        }
+    }
+    Ok(Request {
+        proto: target.proto,
+        bytes,
+        check,
+    })
+}
+
+/// Why a response was not what the request should get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    Status,
+    Body,
+}
+
+/// Checks a response's status and body. Allocation-free on the success path.
+pub fn validate(check: &Check, status: u16, body: &[u8]) -> Result<(), Invalid> {
+    match check {
+        Check::Status2xx => (200..300)
+            .contains(&status)
+            .then_some(())
+            .ok_or(Invalid::Status),
+        _ if status != 200 => Err(Invalid::Status),
+        Check::Body(b) => (body == b.as_slice()).then_some(()).ok_or(Invalid::Body),
+        Check::RpcJson => {
+            let r: JsonResponse = serde_json::from_slice(body).map_err(|_| Invalid::Body)?;
+            let mut hex = [0u8; 66];
+            let ok = r.id == RPC_ID
+                && r.balance == rpc::balance(RPC_BLOCK, RPC_METHOD.as_bytes(), &ACCOUNT)
+                && r.nonce == rpc::NONCE
+                && r.block_hash == rpc::hex0x(&rpc::BLOCK_HASH, &mut hex);
+            ok.then_some(()).ok_or(Invalid::Body)
+        }
+        Check::RpcNative => {
+            let r = EthCallResp::decode(body).map_err(|_| Invalid::Body)?;
+            let ok = r.id == RPC_ID
+                && r.balance == rpc::balance(RPC_BLOCK, RPC_METHOD.as_bytes(), &ACCOUNT)
+                && r.nonce == rpc::NONCE
+                && r.block_hash == rpc::BLOCK_HASH;
+            ok.then_some(()).ok_or(Invalid::Body)
+        }
+    }
+}

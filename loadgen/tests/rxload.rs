@@ -1,0 +1,258 @@
+//! rxload as a user runs it, against the project's servers (in this process) and against tiny
+//! misbehaving servers written here. Loopback only; every run is bounded.
+use rxsteer::serve::{start, ServeConfig, Server};
+use serde_json::Value;
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener},
+    process::Command,
+    sync::atomic::Ordering,
+};
+
+const RXLOAD: &str = env!("CARGO_BIN_EXE_rxload");
+
+fn server() -> Server {
+    start(ServeConfig {
+        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        threads: 1,
+        ..ServeConfig::default()
+    })
+    .unwrap()
+}
+
+/// Runs rxload with `--json`; returns (exit code, JSON, stderr).
+fn rxload(args: &[&str]) -> (i32, Value, String) {
+    let json =
+        std::env::temp_dir().join(format!("rxload-{}-{}.json", std::process::id(), rand_tag()));
+    let out = Command::new(RXLOAD)
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let v = std::fs::read(&json)
+        .ok()
+        .map_or(Value::Null, |b| serde_json::from_slice(&b).unwrap());
+    let _ = std::fs::remove_file(&json);
+    (
+        out.status.code().unwrap_or(-1),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn rand_tag() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+fn errors(v: &Value) -> u64 {
+    v["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
+    let s = server();
+    for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
+        for scenario in ["health", "rpc", "echo"] {
+            for size in if scenario == "echo" {
+                &["tiny", "chat", "large"][..]
+            } else {
+                &["tiny"][..]
+            } {
+                let target = format!("{scheme}://{addr}");
+                let (code, v, err) = rxload(&[
+                    &target,
+                    "--scenario",
+                    scenario,
+                    "--body-size",
+                    size,
+                    "-c",
+                    "4",
+                    "-t",
+                    "1",
+                    "-d",
+                    "600ms",
+                    "--warmup",
+                    "300ms",
+                ]);
+                let what = format!("{scheme} {scenario} {size}");
+                assert_eq!(code, 0, "{what}: {err}");
+                assert!(v["requests"].as_u64().unwrap() > 50, "{what}: {v}");
+                assert_eq!(errors(&v), 0, "{what}: {v}");
+                assert_eq!(
+                    v["client"]["allocs_per_request"].as_f64().unwrap(),
+                    0.0,
+                    "{what}: zero allocation per request"
+                );
+                for q in ["p50", "p90", "p99", "p99.9", "p99.99", "max"] {
+                    assert!(
+                        v["latency_us"]["quantiles"][q].as_u64().unwrap() > 0,
+                        "{what}: {q}"
+                    );
+                }
+                assert_eq!(
+                    v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap(),
+                    true
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn counts_agree_with_the_servers_own_count() {
+    let s = server();
+    let target = format!("http://{}", s.http.unwrap());
+    let (code, v, err) = rxload(&[
+        &target, "-c", "8", "-t", "1", "-n", "20000", "--warmup", "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ours = v["requests"].as_u64().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let served = s.served.http.load(Ordering::SeqCst);
+    assert!(ours >= 20000, "{ours}");
+    // The server may also have answered requests still in flight when rxload stopped: at most
+    // one per connection.
+    assert!(
+        served >= ours && served - ours <= 8,
+        "rxload {ours}, server {served}"
+    );
+    assert!((served - ours) as f64 / served as f64 <= 0.01);
+}
+
+#[test]
+fn a_refused_connection_is_counted_and_fails_the_run() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, v, _) = rxload(&[
+        &format!("http://127.0.0.1:{port}"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "300ms",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 1, "no successful request: non-zero exit");
+    assert!(v["errors"]["connect"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["requests"], 0);
+}
+
+/// A server that answers every request on a connection with `reply` (then closes if `close`).
+fn misbehaving(reply: &'static [u8], close: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 || c.write_all(reply).is_err() || close {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
+    let cases: [(&[u8], bool, &str); 4] = [
+        (
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\nno",
+            false,
+            "status",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnot",
+            false,
+            "body",
+        ),
+        (b"garbage that is not HTTP\r\n\r\n", false, "protocol"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok",
+            true,
+            "read",
+        ),
+    ];
+    for (reply, close, kind) in cases {
+        let addr = misbehaving(reply, close);
+        let (code, v, _) = rxload(&[
+            &format!("http://{addr}"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "400ms",
+            "--warmup",
+            "0s",
+        ]);
+        assert_eq!(code, 1, "{kind}: nothing valid, non-zero exit");
+        assert_eq!(v["requests"], 0, "{kind}");
+        assert!(v["errors"][kind].as_u64().unwrap() > 0, "{kind}: {v}");
+    }
+    // A ZAP server that sends a zero length prefix: a protocol error.
+    let addr = misbehaving(&[0, 0, 0, 0], false);
+    let (_, v, _) = rxload(&[
+        &format!("zap://{addr}"),
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "300ms",
+        "--warmup",
+        "0s",
+    ]);
+    assert!(v["errors"]["protocol"].as_u64().unwrap() > 0, "{v}");
+}
+
+#[test]
+fn bad_flags_name_the_flag() {
+    for (args, needle) in [
+        (vec!["http://127.0.0.1:1", "-c", "0"], "--connections"),
+        (
+            vec!["ftp://127.0.0.1:1"],
+            "scheme must be http:// or zap://",
+        ),
+        (
+            vec!["http://127.0.0.1:1", "-d", "1s", "-n", "5"],
+            "give -d or -n, not both",
+        ),
+        (vec!["http://127.0.0.1:1", "-H", "nocolon"], "'Name: value'"),
+        (
+            vec!["http://127.0.0.1:1", "--body-size", "huge"],
+            "--body-size \"huge\"",
+        ),
+        (
+            vec!["http://127.0.0.1:1", "-d", "soon"],
+            "\"soon\" is not a duration",
+        ),
+        (
+            vec!["http://127.0.0.1:1", "--body", "@/no/such/file"],
+            "--body @/no/such/file",
+        ),
+    ] {
+        let out = Command::new(RXLOAD).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
