@@ -68,6 +68,12 @@ pub const NGINX: Bench = Bench {
     bench: "health_vs_nginx",
     is_test: false,
 };
+pub const LOADGEN: Bench = Bench {
+    name: "zap-vs-http-and-rxload-vs-wrk",
+    package: "rxsteer",
+    bench: "loadgen_compare",
+    is_test: false,
+};
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
     name: "server-allocs-per-request",

@@ -61,6 +61,8 @@ enum Which {
     Workloads,
     /// GET /health: rxsteer serve vs nginx, both driven by wrk (installs nginx and wrk).
     Nginx,
+    /// ZAP vs HTTP with rxload, and rxload vs wrk (installs wrk).
+    Loadgen,
     All,
 }
 
@@ -139,6 +141,17 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Workloads | Which::All) {
                 bench::run(&paths, &bench::WORKLOADS)?;
+            }
+            if matches!(which, Which::Loadgen | Which::All) {
+                ensure::packages_for("bench loadgen", &[("wrk", "wrk")])?;
+                cmd::run(
+                    "build rxload",
+                    cmd::cargo(None)
+                        .args(["build", "--release", "-p", "rxload"])
+                        .current_dir(&paths.root),
+                )?;
+                std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
+                bench::run(&paths, &bench::LOADGEN)?;
             }
             if matches!(which, Which::Nginx | Which::All) {
                 ensure::packages_for("bench nginx", &[("nginx", "nginx"), ("wrk", "wrk")])?;
