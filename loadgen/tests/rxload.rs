@@ -98,10 +98,7 @@ fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
                         "{what}: {q}"
                     );
                 }
-                assert_eq!(
-                    v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap(),
-                    true
-                );
+                assert!(v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap());
             }
         }
     }

@@ -1,8 +1,11 @@
 //! Two comparisons in one run, server worker pinned to one CPU and the load generator to the
 //! other, arms alternating per repetition, ratios per repetition:
-//! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same connections,
-//!    for /health and /rpc.
-//! 2. rxload vs wrk on HTTP /health: req/s, and requests per CPU-second of the load generator.
+//! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same
+//!    connections, for /health and /rpc.
+//! 2. rxload vs wrk on HTTP /health: req/s, and requests per CPU-second of the load
+//!    generator.
+//!
+//! (Both run in the same process and repetitions.)
 //! Needs RXLOAD (path to a release rxload) and wrk: run it with `cargo xtask bench loadgen`.
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 use rxsteer::serve::{start, ServeConfig};

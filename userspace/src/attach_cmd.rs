@@ -85,6 +85,9 @@ fn validate(args: &AttachArgs) -> Result<SteerSets> {
 
 pub fn run(args: &AttachArgs) -> Result<()> {
     let o = &args.observe;
+    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
+    // detaches and reverts, not the default death.
+    let stop = stop_on_signals()?;
     let sets = validate(args)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
@@ -154,7 +157,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         mode,
         json: o.json,
     };
-    let shown = observe(counters, o.interval, o.count, &output, &stop_on_signals()?);
+    let shown = observe(counters, o.interval, o.count, &output, &stop);
     drop(dp);
     if let Some(g) = guard {
         let restored = g.revert()?;

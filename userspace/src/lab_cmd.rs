@@ -57,6 +57,9 @@ pub fn run(args: &LabArgs) -> Result<()> {
         "rxsteer lab",
         &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
     )?;
+    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
+    // detaches and reverts, not the default death.
+    let stop = stop_on_signals()?;
     let online = online_cpus()?;
     let roles = Roles::choose(
         &online,
@@ -91,7 +94,6 @@ pub fn run(args: &LabArgs) -> Result<()> {
          and the none/rps/cpumap comparison are not built yet)",
         lab.veth.server_dev, lab.napi_pid, roles.rx_cpu, args.connections, args.duration
     );
-    let stop = stop_on_signals()?;
     let start = Instant::now();
     let load = EchoLoad::start(
         &lab.veth,

@@ -63,6 +63,9 @@ struct Line<'a> {
 }
 
 pub fn run(args: &TopArgs) -> Result<()> {
+    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
+    // detaches and reverts, not the default death.
+    let stop = stop_on_signals()?;
     check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
@@ -86,13 +89,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
         mode,
         json: args.json,
     };
-    let shown = observe(
-        counters,
-        args.interval,
-        args.count,
-        &output,
-        &stop_on_signals()?,
-    );
+    let shown = observe(counters, args.interval, args.count, &output, &stop);
     drop(dp);
     shown
 }

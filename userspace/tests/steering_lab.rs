@@ -322,6 +322,31 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
     assert!(b.wait().unwrap().success());
     assert_eq!(touched(&lab), before);
 
+    // SIGTERM while it is still setting up (loading programs, tuning): the handlers are
+    // installed first, so this too is a clean exit that reverts.
+    let mut early = lab
+        .server
+        .command(RXSTEER)
+        .args([
+            "attach",
+            "--iface",
+            &lab.server_dev,
+            "--steer",
+            "rps",
+            "--json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    unsafe { libc::kill(early.id() as i32, libc::SIGTERM) };
+    assert!(
+        early.wait().unwrap().success(),
+        "SIGTERM during setup: clean exit"
+    );
+    assert_eq!(touched(&lab), before);
+
     // SIGTERM: a clean exit that reverts.
     let (b, _) = attach(&lab, &["--steer", "rps", "--json"]);
     unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
