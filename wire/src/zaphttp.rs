@@ -283,35 +283,15 @@ pub fn encode_response(
     body: &[u8],
     trailers: &[(&[u8], &[u8])],
 ) {
-    let start = begin_frame(out, FRAME_RESPONSE);
-    let root = HEADER_LEN;
-    let status = if status == 0 { 200 } else { status };
-    out[start + root..start + root + 2].copy_from_slice(&status.to_le_bytes());
-    tail(
-        out,
-        start,
-        root + 8,
-        if reason.is_empty() {
-            status_text(status).as_bytes()
-        } else {
-            reason
-        },
-    );
-    tail(out, start, root + 16, b"HTTP/1.1");
-    let at = out.len();
-    let first: [&[u8]; 4] = [
-        b"Content-Type",
-        b"Content-Encoding",
-        b"Server",
-        b"Set-Cookie",
-    ];
-    let len = write_pairs(out, headers, &first, Some(DEFAULT_CONTENT_TYPE));
-    zap::set_slot(out, start + root + 24, at, len);
-    tail(out, start, root + 32, body);
-    let at = out.len();
-    let len = write_pairs(out, trailers, &[], None);
-    zap::set_slot(out, start + root + 40, at, len);
-    end_frame(out, start);
+    let start = out.len() + 4;
+    encode_response_head(out, status, reason, headers, body.len());
+    out.extend_from_slice(body);
+    if !trailers.is_empty() {
+        let at = out.len();
+        let len = write_pairs(out, trailers, &[], None);
+        zap::set_slot(out, start + HEADER_LEN + 40, at, len);
+        end_frame(out, start);
+    }
 }
 
 /// Appends a response frame's head: everything up to the body, with the body slot, size and
