@@ -29,19 +29,53 @@ use crate::{
     target::Proto,
 };
 
-/// The run's clock, shared by every connection.
+/// The run's clock, shared by every connection. Only the main thread sets `stop`, after it
+/// has read the window's closing figures: connections keep looping (without counting) until
+/// then, so nothing they do on their way out lands inside the measured window.
 pub struct Phase {
     pub measure_from: Instant,
     pub measure_until: Instant,
     pub stop: AtomicBool,
-    /// `-n`: stop once this many responses were measured.
+    /// `-n`: count this many responses, then raise `limit_reached`.
     pub limit: Option<u64>,
     pub measured: AtomicU64,
+    pub limit_reached: AtomicBool,
+    /// Signalled by the main thread with `stop`.
+    pub release: tokio::sync::Notify,
 }
 
 impl Phase {
-    fn done(&self, now: Instant) -> bool {
-        now >= self.measure_until || self.stop.load(Ordering::Relaxed)
+    fn done(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Past the window (or the -n limit): send nothing more.
+    fn finished(&self, now: Instant) -> bool {
+        now >= self.measure_until || self.limit_reached.load(Ordering::Relaxed)
+    }
+
+    /// Waits, sending nothing, until the main thread has closed the window. No timer: the
+    /// waiter is registered before `stop` is checked (no lost wake-up), and waiting on an
+    /// intrusive list allocates nothing.
+    async fn idle_until_released(&self) {
+        let released = self.release.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if !self.done() {
+            released.await;
+        }
+    }
+
+    /// The main thread's side: close the window and let every connection go.
+    pub fn release_all(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.release.notify_waiters();
+    }
+
+    fn measuring(&self, now: Instant) -> bool {
+        now >= self.measure_from
+            && now < self.measure_until
+            && !self.limit_reached.load(Ordering::Relaxed)
     }
 }
 
@@ -99,12 +133,14 @@ async fn read_response(
 /// Runs one connection until the phase ends.
 pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: Rc<RefCell<Stats>>) {
     let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
-    while !phase.done(Instant::now()) {
+    while !phase.done() {
+        if phase.finished(Instant::now()) {
+            return phase.idle_until_released().await;
+        }
         let mut s = match timeout(IO_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
-                let now = Instant::now();
-                if now >= phase.measure_from && now < phase.measure_until {
+                if phase.measuring(Instant::now()) {
                     stats.borrow_mut().error(ErrorKind::Connect);
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -132,18 +168,26 @@ pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: R
                 },
             };
             let now = Instant::now();
-            let measuring = now >= phase.measure_from && now < phase.measure_until;
+            let measuring = phase.measuring(now);
             let mut st = stats.borrow_mut();
             match outcome {
                 Outcome::Ok if measuring => {
-                    st.ok += 1;
-                    st.bytes_out += req.bytes.len() as u64;
-                    let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
-                    let _ = st.latency_us.record(us);
-                    if let Some(limit) = phase.limit {
-                        if phase.measured.fetch_add(1, Ordering::Relaxed) + 1 >= limit {
-                            phase.stop.store(true, Ordering::Relaxed);
+                    // With -n, exactly `limit` responses are counted.
+                    let counted = match phase.limit {
+                        Some(limit) => {
+                            let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
+                            if m >= limit {
+                                phase.limit_reached.store(true, Ordering::Relaxed);
+                            }
+                            m <= limit
                         }
+                        None => true,
+                    };
+                    if counted {
+                        st.ok += 1;
+                        st.bytes_out += req.bytes.len() as u64;
+                        let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
+                        let _ = st.latency_us.record(us);
                     }
                 }
                 Outcome::Ok => {}
@@ -155,8 +199,12 @@ pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: R
                     break;
                 }
             }
-            if phase.done(now) {
-                return;
+            // Never hold the borrow across an await: other connections on this thread use it.
+            drop(st);
+            if phase.finished(now) {
+                // The last in-flight request is done; the server has answered at most this one
+                // more than was counted. Idle until released, so no exit path runs in-window.
+                return phase.idle_until_released().await;
             }
         }
     }

@@ -135,6 +135,8 @@ fn run(args: Args) -> Result<i32> {
         stop: Default::default(),
         limit: args.requests,
         measured: Default::default(),
+        limit_reached: Default::default(),
+        release: Default::default(),
     });
     let mut handles = Vec::new();
     for t in 0..threads {
@@ -175,7 +177,7 @@ fn run(args: Args) -> Result<i32> {
     // The measured window: allocations and CPU time between its edges.
     sleep_until(phase.measure_from, &phase);
     let (a0, cpu0, t0) = (alloc::snapshot(), alloc::cpu_seconds(), Instant::now());
-    while Instant::now() < phase.measure_until && !phase.stop.load(Ordering::Relaxed) {
+    while Instant::now() < phase.measure_until && !phase.limit_reached.load(Ordering::Relaxed) {
         std::thread::sleep(
             Duration::from_millis(5).min(
                 phase
@@ -189,7 +191,7 @@ fn run(args: Args) -> Result<i32> {
         alloc::cpu_seconds(),
         t0.elapsed().as_secs_f64(),
     );
-    phase.stop.store(true, Ordering::Relaxed);
+    phase.release_all();
     let mut total = Stats::new();
     for h in handles {
         total.merge(&h.join().expect("load thread panicked")?);
@@ -214,7 +216,7 @@ fn run(args: Args) -> Result<i32> {
 }
 
 fn sleep_until(t: Instant, phase: &Phase) {
-    while Instant::now() < t && !phase.stop.load(Ordering::Relaxed) {
+    while Instant::now() < t && !phase.limit_reached.load(Ordering::Relaxed) {
         std::thread::sleep(
             Duration::from_millis(2).min(t.saturating_duration_since(Instant::now())),
         );
