@@ -169,38 +169,45 @@ pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: R
             };
             let now = Instant::now();
             let measuring = phase.measuring(now);
-            let mut st = stats.borrow_mut();
-            match outcome {
-                Outcome::Ok if measuring => {
-                    // With -n, exactly `limit` responses are counted.
-                    let counted = match phase.limit {
-                        Some(limit) => {
-                            let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
-                            if m >= limit {
-                                phase.limit_reached.store(true, Ordering::Relaxed);
+            // The borrow lives in this block only: never across an await (other connections
+            // on this thread use the same stats).
+            let restart = {
+                let mut st = stats.borrow_mut();
+                match outcome {
+                    Outcome::Ok if measuring => {
+                        // With -n, exactly `limit` responses are counted.
+                        let counted = match phase.limit {
+                            Some(limit) => {
+                                let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
+                                if m >= limit {
+                                    phase.limit_reached.store(true, Ordering::Relaxed);
+                                }
+                                m <= limit
                             }
-                            m <= limit
+                            None => true,
+                        };
+                        if counted {
+                            st.ok += 1;
+                            st.bytes_out += req.bytes.len() as u64;
+                            let us =
+                                now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
+                            let _ = st.latency_us.record(us);
                         }
-                        None => true,
-                    };
-                    if counted {
-                        st.ok += 1;
-                        st.bytes_out += req.bytes.len() as u64;
-                        let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
-                        let _ = st.latency_us.record(us);
+                        false
+                    }
+                    Outcome::Ok => false,
+                    Outcome::Fail(kind) => {
+                        if measuring {
+                            st.error(kind);
+                        }
+                        true
                     }
                 }
-                Outcome::Ok => {}
-                Outcome::Fail(kind) => {
-                    if measuring {
-                        st.error(kind);
-                    }
-                    // Framing may be lost: start over on a new connection.
-                    break;
-                }
+            };
+            if restart {
+                // Framing may be lost: start over on a new connection.
+                break;
             }
-            // Never hold the borrow across an await: other connections on this thread use it.
-            drop(st);
             if phase.finished(now) {
                 // The last in-flight request is done; the server has answered at most this one
                 // more than was counted. Idle until released, so no exit path runs in-window.
