@@ -130,9 +130,25 @@ async fn read_response(
     }
 }
 
+/// Open loop: this connection's fixed schedule. Request k is intended at `first + k * every`;
+/// a late send goes out at once, and its latency still counts from the intended time
+/// (coordinated-omission correction, as wrk2 does).
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    pub first: Instant,
+    pub every: Duration,
+}
+
 /// Runs one connection until the phase ends.
-pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: Rc<RefCell<Stats>>) {
+pub async fn run(
+    req: Rc<Request>,
+    addr: SocketAddr,
+    phase: Arc<Phase>,
+    stats: Rc<RefCell<Stats>>,
+    schedule: Option<Schedule>,
+) {
     let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
+    let mut next = schedule.map(|s| s.first);
     while !phase.done() {
         if phase.finished(Instant::now()) {
             return phase.idle_until_released().await;
@@ -149,7 +165,18 @@ pub async fn run(req: Rc<Request>, addr: SocketAddr, phase: Arc<Phase>, stats: R
         };
         let _ = s.set_nodelay(true);
         loop {
-            let sent = Instant::now();
+            // Closed loop: send now. Open loop: wait for the intended time, never sooner.
+            let sent = match (next.as_mut(), schedule) {
+                (Some(intended), Some(sch)) => {
+                    let at = *intended;
+                    *intended += sch.every;
+                    if at > Instant::now() {
+                        tokio::time::sleep_until(at.into()).await;
+                    }
+                    at
+                }
+                _ => Instant::now(),
+            };
             let outcome = match timeout(IO_TIMEOUT, s.write_all(&req.bytes)).await {
                 Err(_) => Outcome::Fail(ErrorKind::Timeout),
                 Ok(Err(_)) => Outcome::Fail(ErrorKind::Write),

@@ -3,6 +3,7 @@
 //! errors counted by kind, client allocations per request and the tool's own CPU time.
 mod alloc;
 mod conn;
+mod hgrm;
 mod scenario;
 mod stats;
 mod target;
@@ -44,6 +45,10 @@ struct Args {
     /// Stop after this many measured responses.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     requests: Option<u64>,
+    /// Open loop: this many requests per second in total, on a fixed schedule spread over
+    /// the connections; latency counts from each request's intended send time.
+    #[arg(long, value_parser = parse_rate)]
+    rate: Option<f64>,
     /// Warm-up before measuring, excluded from every figure.
     #[arg(long, default_value = "1s", value_parser = parse_duration_zero)]
     warmup: Duration,
@@ -64,6 +69,9 @@ struct Args {
     /// Write every figure as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Write the latency distribution in HdrHistogram's percentile text format (ms).
+    #[arg(long)]
+    hgrm: Option<std::path::PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -76,6 +84,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn parse_duration_zero(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 100e6 => Ok(r),
+        _ => Err(format!("--rate {s:?}: requests per second, more than 0")),
+    }
 }
 
 fn parse_header(s: &str) -> Result<(String, String), String> {
@@ -127,6 +142,9 @@ fn run(args: Args) -> Result<i32> {
     if args.duration.is_some() && args.requests.is_some() {
         bail!("give -d or -n, not both");
     }
+    if args.rate.is_some() && args.duration.is_none() {
+        bail!("--rate needs -d: an open-loop run is timed");
+    }
 
     let start = Instant::now();
     let phase = Arc::new(Phase {
@@ -142,6 +160,20 @@ fn run(args: Args) -> Result<i32> {
     for t in 0..threads {
         let conns = args.connections / threads + u32::from(t < args.connections % threads);
         let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
+        // Open loop: each connection sends every `c / rate` seconds, the connections
+        // staggered evenly so the total is `rate` per second.
+        let schedules: Vec<Option<conn::Schedule>> = (0..conns)
+            .map(|j| {
+                args.rate.map(|rate| {
+                    let index = t as u64 + j as u64 * threads as u64;
+                    let every = Duration::from_secs_f64(args.connections as f64 / rate);
+                    conn::Schedule {
+                        first: start + Duration::from_secs_f64(index as f64 / rate),
+                        every,
+                    }
+                })
+            })
+            .collect();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("rxload-{t}"))
@@ -154,18 +186,25 @@ fn run(args: Args) -> Result<i32> {
                     let stats = Rc::new(RefCell::new(Stats::new()));
                     let req = Rc::new(req);
                     local.block_on(&rt, async {
-                        let tasks: Vec<_> = (0..conns)
-                            .map(|_| {
+                        let tasks: Vec<_> = schedules
+                            .into_iter()
+                            .map(|sch| {
                                 tokio::task::spawn_local(conn::run(
                                     req.clone(),
                                     addr,
                                     phase.clone(),
                                     stats.clone(),
+                                    sch,
                                 ))
                             })
                             .collect();
                         for task in tasks {
-                            let _ = task.await;
+                            // A connection task that panicked is a bug: fail the run, loudly.
+                            if let Err(e) = task.await {
+                                if e.is_panic() {
+                                    std::panic::resume_unwind(e.into_panic());
+                                }
+                            }
                         }
                     });
                     Ok(Rc::try_unwrap(stats)
@@ -208,6 +247,10 @@ fn run(args: Args) -> Result<i32> {
         request.bytes.len(),
     );
     print!("{}", report.human());
+    if let Some(path) = &args.hgrm {
+        std::fs::write(path, hgrm::percentile_distribution(&total.latency_us))
+            .with_context(|| format!("--hgrm {}", path.display()))?;
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)
             .with_context(|| format!("--json {}", path.display()))?;
@@ -261,6 +304,11 @@ impl<'a> Report<'a> {
         }
     }
 
+    /// Open loop: did the run deliver at least 95 % of the target rate?
+    fn rate_reached(&self) -> bool {
+        self.args.rate.is_none_or(|r| self.rps() >= 0.95 * r)
+    }
+
     fn rps(&self) -> f64 {
         self.stats.ok as f64 / self.elapsed.max(1e-9)
     }
@@ -306,6 +354,14 @@ impl<'a> Report<'a> {
             s.ok,
             s.total_errors()
         );
+        if let Some(rate) = self.args.rate {
+            let verdict = if self.rate_reached() {
+                "reached"
+            } else {
+                "NOT reached"
+            };
+            o += &format!("Rate       open loop, target {rate:.0}/s: {verdict} (latency from intended send times)\n");
+        }
         o += &format!(
             "Transfer   {:.2} MB/s in, {:.2} MB/s out\n",
             s.bytes_in as f64 / self.elapsed / 1e6,
@@ -345,6 +401,7 @@ impl<'a> Report<'a> {
             "target": self.args.target, "proto": self.target.proto, "scenario": self.args.scenario,
             "connections": self.args.connections, "threads": self.threads, "measured_s": self.elapsed,
             "warmup_s": self.args.warmup.as_secs_f64(), "requests": s.ok, "req_per_s": self.rps(),
+            "open_loop": self.args.rate.map(|r| serde_json::json!({"target_per_s": r, "reached": self.rate_reached()})),
             "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "request_wire_bytes": self.request_bytes,
             "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat},
             "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),

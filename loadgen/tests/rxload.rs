@@ -253,3 +253,124 @@ fn bad_flags_name_the_flag() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// An HTTP /health server that stalls once, for `stall_ms`, after `after_ms` of serving.
+fn stalling(after_ms: u64, stall_ms: u64) -> SocketAddr {
+    use std::sync::{atomic::AtomicBool, Arc};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let started = std::time::Instant::now();
+    let stalled = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let stalled = stalled.clone();
+            std::thread::spawn(move || {
+                let mut c = c;
+                let _ = c.set_nodelay(true);
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    if started.elapsed().as_millis() as u64 > after_ms
+                        && !stalled.swap(true, Ordering::SeqCst)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(stall_ms));
+                    }
+                    if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn p99_ms(v: &Value) -> f64 {
+    v["latency_us"]["quantiles"]["p99"].as_u64().unwrap() as f64 / 1000.0
+}
+
+#[test]
+fn open_loop_counts_the_stall_from_intended_send_times() {
+    // Open loop: 400 req/s over 2 connections for 2 s; one 250 ms stall at 0.8 s. Requests
+    // intended during the stall are late by up to 250 ms, and that latency is counted.
+    let addr = stalling(800, 250);
+    let (code, open, err) = rxload(&[
+        &format!("http://{addr}"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--rate",
+        "400",
+        "-d",
+        "2s",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(errors(&open), 0, "{open}");
+    assert!(
+        p99_ms(&open) >= 100.0,
+        "open-loop p99 {} ms must show the 250 ms stall",
+        p99_ms(&open)
+    );
+    assert_eq!(open["open_loop"]["reached"], true, "{open}");
+    // Closed loop against the same kind of server: each connection sees the stall once, the
+    // rest of its thousands of requests are fast, and p99 hides it (coordinated omission).
+    let addr = stalling(800, 250);
+    let (_, closed, _) = rxload(&[
+        &format!("http://{addr}"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "--warmup",
+        "0s",
+    ]);
+    assert!(
+        p99_ms(&closed) < 50.0,
+        "closed-loop p99 {} ms",
+        p99_ms(&closed)
+    );
+}
+
+#[test]
+fn a_rate_that_cannot_be_reached_is_said_and_hgrm_is_written() {
+    let addr = stalling(u64::MAX, 0);
+    let hgrm = std::env::temp_dir().join(format!("rxload-{}.hgrm", std::process::id()));
+    let out = Command::new(RXLOAD)
+        .args([
+            &format!("http://{addr}"),
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--rate",
+            "10000000",
+            "-d",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--hgrm",
+        ])
+        .arg(&hgrm)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("target 10000000/s: NOT reached"), "{text}");
+    let h = std::fs::read_to_string(&hgrm).unwrap();
+    let _ = std::fs::remove_file(&hgrm);
+    assert!(
+        h.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)"),
+        "{h}"
+    );
+    assert!(h.contains("#[Max     ="), "{h}");
+    let (_, v, err) = rxload(&[&format!("http://{addr}"), "--rate", "100"]);
+    assert!(v.is_null() && err.contains("--rate needs -d"), "{err}");
+}
