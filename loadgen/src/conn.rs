@@ -146,6 +146,7 @@ pub async fn run(
     phase: Arc<Phase>,
     stats: Rc<RefCell<Stats>>,
     schedule: Option<Schedule>,
+    live: Arc<crate::live::LiveCounters>,
 ) {
     let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
@@ -196,6 +197,12 @@ pub async fn run(
             };
             let now = Instant::now();
             let measuring = phase.measuring(now);
+            match outcome {
+                Outcome::Ok => {
+                    live.record_ok(now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64)
+                }
+                Outcome::Fail(_) => live.record_error(),
+            }
             // The borrow lives in this block only: never across an await (other connections
             // on this thread use the same stats).
             let restart = {

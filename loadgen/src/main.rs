@@ -4,6 +4,7 @@
 mod alloc;
 mod conn;
 mod hgrm;
+mod live;
 mod scenario;
 mod stats;
 mod target;
@@ -72,6 +73,12 @@ struct Args {
     /// Write the latency distribution in HdrHistogram's percentile text format (ms).
     #[arg(long)]
     hgrm: Option<std::path::PathBuf>,
+    /// Write one JSON line per interval while running (req/s, errors, p50/p99/max).
+    #[arg(long)]
+    live: Option<std::path::PathBuf>,
+    /// Interval of --live lines and of the terminal progress line.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    live_interval: Duration,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -156,8 +163,17 @@ fn run(args: Args) -> Result<i32> {
         limit_reached: Default::default(),
         release: Default::default(),
     });
+    let live_file = match &args.live {
+        Some(p) => {
+            Some(std::fs::File::create(p).with_context(|| format!("--live {}", p.display()))?)
+        }
+        None => None,
+    };
+    let counters: Vec<Arc<live::LiveCounters>> =
+        (0..threads).map(|_| live::LiveCounters::new()).collect();
     let mut handles = Vec::new();
     for t in 0..threads {
+        let live = counters[t as usize].clone();
         let conns = args.connections / threads + u32::from(t < args.connections % threads);
         let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
         // Open loop: each connection sends every `c / rate` seconds, the connections
@@ -195,6 +211,7 @@ fn run(args: Args) -> Result<i32> {
                                     phase.clone(),
                                     stats.clone(),
                                     sch,
+                                    live.clone(),
                                 ))
                             })
                             .collect();
@@ -213,24 +230,43 @@ fn run(args: Args) -> Result<i32> {
                 })?,
         );
     }
-    // The measured window: allocations and CPU time between its edges.
-    sleep_until(phase.measure_from, &phase);
-    let (a0, cpu0, t0) = (alloc::snapshot(), alloc::cpu_seconds(), Instant::now());
-    while Instant::now() < phase.measure_until && !phase.limit_reached.load(Ordering::Relaxed) {
+    // The measured window: allocations and CPU time between its edges. The live reporter
+    // ticks at interval boundaries throughout, allocating nothing.
+    let mut reporter = live::Reporter::new(counters, live_file, start);
+    let mut next_tick = start + args.live_interval;
+    let mut opened: Option<((u64, u64), f64, Instant)> = None;
+    loop {
+        let now = Instant::now();
+        let limit = phase.limit_reached.load(Ordering::Relaxed);
+        if opened.is_none() && (now >= phase.measure_from || limit) {
+            opened = Some((alloc::snapshot(), alloc::cpu_seconds(), now));
+        }
+        if now >= phase.measure_until || limit {
+            break;
+        }
+        if reporter.active() && now >= next_tick {
+            reporter.tick(now, opened.is_some())?;
+            next_tick += args.live_interval;
+        }
+        let until = [phase.measure_until, next_tick, phase.measure_from]
+            .into_iter()
+            .filter(|t| *t > now)
+            .min()
+            .unwrap_or(now);
         std::thread::sleep(
-            Duration::from_millis(5).min(
-                phase
-                    .measure_until
-                    .saturating_duration_since(Instant::now()),
-            ),
+            until
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(5)),
         );
     }
+    let (a0, cpu0, t0) = opened.expect("the window opens before it closes");
     let (a1, cpu1, elapsed) = (
         alloc::snapshot(),
         alloc::cpu_seconds(),
         t0.elapsed().as_secs_f64(),
     );
     phase.release_all();
+    reporter.finish();
     let mut total = Stats::new();
     for h in handles {
         total.merge(&h.join().expect("load thread panicked")?);
@@ -256,14 +292,6 @@ fn run(args: Args) -> Result<i32> {
             .with_context(|| format!("--json {}", path.display()))?;
     }
     Ok(if total.ok == 0 { 1 } else { 0 })
-}
-
-fn sleep_until(t: Instant, phase: &Phase) {
-    while Instant::now() < t && !phase.limit_reached.load(Ordering::Relaxed) {
-        std::thread::sleep(
-            Duration::from_millis(2).min(t.saturating_duration_since(Instant::now())),
-        );
-    }
 }
 
 struct Report<'a> {

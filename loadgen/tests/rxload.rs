@@ -374,3 +374,56 @@ fn a_rate_that_cannot_be_reached_is_said_and_hgrm_is_written() {
     let (_, v, err) = rxload(&[&format!("http://{addr}"), "--rate", "100"]);
     assert!(v.is_null() && err.contains("--rate needs -d"), "{err}");
 }
+
+#[test]
+fn live_lines_come_once_per_interval_and_add_up() {
+    let s = server();
+    let live = std::env::temp_dir().join(format!("rxload-live-{}.jsonl", std::process::id()));
+    let (code, v, err) = rxload(&[
+        &format!("zap://{}", s.zap.unwrap()),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--live",
+        live.to_str().unwrap(),
+        "--live-interval",
+        "250ms",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = std::fs::read_to_string(&live)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let _ = std::fs::remove_file(&live);
+    // 2.5 s of run at 250 ms: about 9-10 lines (the last interval may close with the run).
+    assert!((8..=11).contains(&lines.len()), "{} lines", lines.len());
+    assert_eq!(lines[0]["phase"], "warmup");
+    assert_eq!(lines.last().unwrap()["phase"], "measure");
+    for l in &lines {
+        for k in ["t_s", "req_per_s", "errors", "p50_us", "p99_us", "max_us"] {
+            assert!(l.get(k).is_some(), "{k} in {l}");
+        }
+    }
+    // The measured lines' request counts add up to about the total (edges aside).
+    let measured: f64 = lines
+        .iter()
+        .filter(|l| l["phase"] == "measure")
+        .map(|l| l["req_per_s"].as_f64().unwrap() * 0.25)
+        .sum();
+    let total = v["requests"].as_u64().unwrap() as f64;
+    assert!(
+        (measured - total).abs() / total < 0.25,
+        "live {measured:.0} vs total {total:.0}"
+    );
+    assert_eq!(
+        v["client"]["allocs_per_request"].as_f64().unwrap(),
+        0.0,
+        "live output allocates nothing in-window"
+    );
+}
