@@ -146,7 +146,7 @@ pub async fn run(
     phase: Arc<Phase>,
     stats: Rc<RefCell<Stats>>,
     schedule: Option<Schedule>,
-    live: Arc<crate::live::LiveCounters>,
+    live: Option<Arc<crate::live::LiveCounters>>,
 ) {
     let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
@@ -178,10 +178,11 @@ pub async fn run(
                 }
                 _ => Instant::now(),
             };
-            let outcome = match timeout(IO_TIMEOUT, s.write_all(&req.bytes)).await {
-                Err(_) => Outcome::Fail(ErrorKind::Timeout),
-                Ok(Err(_)) => Outcome::Fail(ErrorKind::Write),
-                Ok(Ok(())) => match read_response(&mut s, req.proto, &mut buf).await {
+            // No timer on the write: a request goes into the socket buffer at once, and a server
+            // that stops answering trips the read timeout below.
+            let outcome = match s.write_all(&req.bytes).await {
+                Err(_) => Outcome::Fail(ErrorKind::Write),
+                Ok(()) => match read_response(&mut s, req.proto, &mut buf).await {
                     Err(kind) => Outcome::Fail(kind),
                     Ok((status, body, used)) => {
                         let mut st = stats.borrow_mut();
@@ -197,11 +198,15 @@ pub async fn run(
             };
             let now = Instant::now();
             let measuring = phase.measuring(now);
-            match outcome {
-                Outcome::Ok => {
-                    live.record_ok(now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64)
+            if let Some(live) = &live {
+                match outcome {
+                    Outcome::Ok => {
+                        live.record_ok(
+                            now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64
+                        )
+                    }
+                    Outcome::Fail(_) => live.record_error(),
                 }
-                Outcome::Fail(_) => live.record_error(),
             }
             // The borrow lives in this block only: never across an await (other connections
             // on this thread use the same stats).

@@ -173,7 +173,9 @@ fn run(args: Args) -> Result<i32> {
         (0..threads).map(|_| live::LiveCounters::new()).collect();
     let mut handles = Vec::new();
     for t in 0..threads {
-        let live = counters[t as usize].clone();
+        // Live counters cost a lock per request: kept only when someone reads them.
+        let live = (args.live.is_some() || unsafe { libc::isatty(2) } == 1)
+            .then(|| counters[t as usize].clone());
         let conns = args.connections / threads + u32::from(t < args.connections % threads);
         let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
         // Open loop: each connection sends every `c / rate` seconds, the connections
