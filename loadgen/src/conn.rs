@@ -86,16 +86,19 @@ enum Outcome {
     Fail(ErrorKind),
 }
 
-/// Reads one response into `buf`; returns (status, body range, bytes consumed).
+/// Reads until `buf[..filled]` starts with one whole response; returns (status, body range,
+/// bytes it takes). Bytes after it (pipelined responses) stay in the buffer for the next call.
 async fn read_response(
     s: &mut TcpStream,
     proto: Proto,
     buf: &mut Vec<u8>,
+    filled: &mut usize,
 ) -> Result<(u16, std::ops::Range<usize>, usize), ErrorKind> {
-    let mut filled = 0;
+    let filled_now = filled;
+    let filled = &mut *filled_now;
     loop {
         match proto {
-            Proto::Http => match parse_response(&buf[..filled]) {
+            Proto::Http => match parse_response(&buf[..*filled]) {
                 Ok(Some(r)) => {
                     let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
                     return Ok((r.status, start..start + r.body.len(), r.consumed));
@@ -103,7 +106,7 @@ async fn read_response(
                 Ok(None) => {}
                 Err(_) => return Err(ErrorKind::Protocol),
             },
-            Proto::Zap => match split_frame(&buf[..filled], MAX_FRAME) {
+            Proto::Zap => match split_frame(&buf[..*filled], MAX_FRAME) {
                 Ok(Some((frame, used))) => {
                     let r = decode_response(frame).map_err(|_| ErrorKind::Protocol)?;
                     let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
@@ -113,7 +116,7 @@ async fn read_response(
                 Err(_) => return Err(ErrorKind::Protocol),
             },
         }
-        if filled == buf.len() {
+        if *filled == buf.len() {
             // Only for a response larger than any seen before: grows with bytes received.
             let grown = (buf.len() * 2).min(MAX_FRAME + 4);
             if grown == buf.len() {
@@ -121,11 +124,11 @@ async fn read_response(
             }
             buf.resize(grown, 0);
         }
-        match timeout(IO_TIMEOUT, s.read(&mut buf[filled..])).await {
+        match timeout(IO_TIMEOUT, s.read(&mut buf[*filled..])).await {
             Err(_) => return Err(ErrorKind::Timeout),
             Ok(Err(_)) => return Err(ErrorKind::Read),
             Ok(Ok(0)) => return Err(ErrorKind::Read),
-            Ok(Ok(n)) => filled += n,
+            Ok(Ok(n)) => *filled += n,
         }
     }
 }
@@ -139,16 +142,20 @@ pub struct Schedule {
     pub every: Duration,
 }
 
-/// Runs one connection until the phase ends.
+/// Runs one connection until the phase ends. `batch` is the request repeated `pipeline`
+/// times (HTTP pipelining; 1 = one request in flight).
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     req: Rc<Request>,
+    batch: Rc<[u8]>,
+    pipeline: usize,
     addr: SocketAddr,
     phase: Arc<Phase>,
     stats: Rc<RefCell<Stats>>,
     schedule: Option<Schedule>,
     live: Option<Arc<crate::live::LiveCounters>>,
 ) {
-    let mut buf = vec![0u8; (req.bytes.len() * 2).max(16 << 10)];
+    let mut buf = vec![0u8; (batch.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
     while !phase.done() {
         if phase.finished(Instant::now()) {
@@ -165,6 +172,7 @@ pub async fn run(
             }
         };
         let _ = s.set_nodelay(true);
+        let mut filled = 0usize;
         loop {
             // Closed loop: send now. Open loop: wait for the intended time, never sooner.
             let sent = match (next.as_mut(), schedule) {
@@ -178,80 +186,99 @@ pub async fn run(
                 }
                 _ => Instant::now(),
             };
-            // No timer on the write: a request goes into the socket buffer at once, and a server
+            // No timer on the write: requests go into the socket buffer at once, and a server
             // that stops answering trips the read timeout below.
-            let outcome = match s.write_all(&req.bytes).await {
-                Err(_) => Outcome::Fail(ErrorKind::Write),
-                Ok(()) => match read_response(&mut s, req.proto, &mut buf).await {
-                    Err(kind) => Outcome::Fail(kind),
-                    Ok((status, body, used)) => {
-                        let mut st = stats.borrow_mut();
-                        st.status[(status as usize).min(599)] += 1;
-                        st.bytes_in += used as u64;
-                        match validate(&req.check, status, &buf[body]) {
-                            Ok(()) => Outcome::Ok,
-                            Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
-                            Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
+            let wrote = s.write_all(&batch).await.is_ok();
+            let mut restart = false;
+            for _ in 0..pipeline {
+                let outcome = if !wrote {
+                    Outcome::Fail(ErrorKind::Write)
+                } else {
+                    match read_response(&mut s, req.proto, &mut buf, &mut filled).await {
+                        Err(kind) => Outcome::Fail(kind),
+                        Ok((status, body, used)) => {
+                            let valid = validate(&req.check, status, &buf[body]);
+                            {
+                                let mut st = stats.borrow_mut();
+                                st.status[(status as usize).min(599)] += 1;
+                                st.bytes_in += used as u64;
+                            }
+                            // Pipelined responses after this one move to the front.
+                            buf.copy_within(used..filled, 0);
+                            filled -= used;
+                            match valid {
+                                Ok(()) => Outcome::Ok,
+                                Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
+                                Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
+                            }
                         }
                     }
-                },
-            };
-            let now = Instant::now();
-            let measuring = phase.measuring(now);
-            if let Some(live) = &live {
-                match outcome {
-                    Outcome::Ok => {
-                        live.record_ok(
-                            now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64
-                        )
-                    }
-                    Outcome::Fail(_) => live.record_error(),
+                };
+                restart = record(&phase, &stats, live.as_deref(), &req, sent, outcome);
+                if restart {
+                    break;
                 }
             }
-            // The borrow lives in this block only: never across an await (other connections
-            // on this thread use the same stats).
-            let restart = {
-                let mut st = stats.borrow_mut();
-                match outcome {
-                    Outcome::Ok if measuring => {
-                        // With -n, exactly `limit` responses are counted.
-                        let counted = match phase.limit {
-                            Some(limit) => {
-                                let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
-                                if m >= limit {
-                                    phase.limit_reached.store(true, Ordering::Relaxed);
-                                }
-                                m <= limit
-                            }
-                            None => true,
-                        };
-                        if counted {
-                            st.ok += 1;
-                            st.bytes_out += req.bytes.len() as u64;
-                            let us =
-                                now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
-                            let _ = st.latency_us.record(us);
-                        }
-                        false
-                    }
-                    Outcome::Ok => false,
-                    Outcome::Fail(kind) => {
-                        if measuring {
-                            st.error(kind);
-                        }
-                        true
-                    }
-                }
-            };
             if restart {
                 // Framing may be lost: start over on a new connection.
                 break;
             }
-            if phase.finished(now) {
-                // The last in-flight request is done; the server has answered at most this one
-                // more than was counted. Idle until released, so no exit path runs in-window.
+            if phase.finished(Instant::now()) {
+                // The last requests in flight are done; the server has answered at most this
+                // batch more than was counted. Idle until released, so no exit path runs
+                // inside the measured window.
                 return phase.idle_until_released().await;
             }
+        }
+    }
+}
+
+/// Records one response (or failure); true when the connection must start over. The stats
+/// borrow lives only here, never across an await (other connections on this thread use it).
+fn record(
+    phase: &Phase,
+    stats: &RefCell<Stats>,
+    live: Option<&crate::live::LiveCounters>,
+    req: &Request,
+    sent: Instant,
+    outcome: Outcome,
+) -> bool {
+    let now = Instant::now();
+    let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
+    if let Some(live) = live {
+        match outcome {
+            Outcome::Ok => live.record_ok(us),
+            Outcome::Fail(_) => live.record_error(),
+        }
+    }
+    let measuring = phase.measuring(now);
+    let mut st = stats.borrow_mut();
+    match outcome {
+        Outcome::Ok if measuring => {
+            // With -n, exactly `limit` responses are counted.
+            let counted = match phase.limit {
+                Some(limit) => {
+                    let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
+                    if m >= limit {
+                        phase.limit_reached.store(true, Ordering::Relaxed);
+                    }
+                    m <= limit
+                }
+                None => true,
+            };
+            if counted {
+                st.ok += 1;
+                st.bytes_out += req.bytes.len() as u64;
+                let _ = st.latency_us.record(us);
+            }
+            false
+        }
+        Outcome::Ok => false,
+        Outcome::Fail(kind) => {
+            if measuring {
+                st.error(kind);
+            }
+            true
         }
     }
 }

@@ -43,6 +43,10 @@ struct Args {
     /// Measured duration (default 10s unless -n is given).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
+    /// HTTP pipelining: this many requests written back to back per connection, their
+    /// responses read in order (1 = one request in flight).
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pipeline: u32,
     /// Stop after this many measured responses.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     requests: Option<u64>,
@@ -139,6 +143,7 @@ fn run(args: Args) -> Result<i32> {
         body,
     };
     let request = scenario::build(&target, args.scenario, args.body_size, &custom)?;
+    let batch: Vec<u8> = request.bytes.repeat(args.pipeline as usize);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = args.threads.unwrap_or(online).min(args.connections);
     let duration = match (args.duration, args.requests) {
@@ -151,6 +156,12 @@ fn run(args: Args) -> Result<i32> {
     }
     if args.rate.is_some() && args.duration.is_none() {
         bail!("--rate needs -d: an open-loop run is timed");
+    }
+    if args.pipeline > 1 && args.rate.is_some() {
+        bail!("--pipeline with --rate: an open-loop schedule is per request; use one or the other");
+    }
+    if args.pipeline > 1 && target.proto == target::Proto::Zap {
+        bail!("--pipeline is for HTTP: the ZAP reference client keeps one request in flight");
     }
 
     let start = Instant::now();
@@ -178,6 +189,7 @@ fn run(args: Args) -> Result<i32> {
             .then(|| counters[t as usize].clone());
         let conns = args.connections / threads + u32::from(t < args.connections % threads);
         let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
+        let (batch, pipeline) = (batch.clone(), args.pipeline as usize);
         // Open loop: each connection sends every `c / rate` seconds, the connections
         // staggered evenly so the total is `rate` per second.
         let schedules: Vec<Option<conn::Schedule>> = (0..conns)
@@ -203,12 +215,15 @@ fn run(args: Args) -> Result<i32> {
                     let local = tokio::task::LocalSet::new();
                     let stats = Rc::new(RefCell::new(Stats::new()));
                     let req = Rc::new(req);
+                    let batch: Rc<[u8]> = Rc::from(batch);
                     local.block_on(&rt, async {
                         let tasks: Vec<_> = schedules
                             .into_iter()
                             .map(|sch| {
                                 tokio::task::spawn_local(conn::run(
                                     req.clone(),
+                                    batch.clone(),
+                                    pipeline,
                                     addr,
                                     phase.clone(),
                                     stats.clone(),

@@ -427,3 +427,56 @@ fn live_lines_come_once_per_interval_and_add_up() {
         "live output allocates nothing in-window"
     );
 }
+
+#[test]
+fn pipelined_http_is_answered_in_order_and_counted() {
+    let s = server();
+    let target = format!("http://{}", s.http.unwrap());
+    for scenario in ["health", "echo"] {
+        let (code, v, err) = rxload(&[
+            &target,
+            "--scenario",
+            scenario,
+            "--pipeline",
+            "16",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "600ms",
+            "--warmup",
+            "200ms",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(errors(&v), 0, "{scenario}: {v}");
+        assert!(v["requests"].as_u64().unwrap() > 500, "{scenario}: {v}");
+        assert_eq!(
+            v["client"]["allocs_per_request"].as_f64().unwrap(),
+            0.0,
+            "{scenario}"
+        );
+    }
+    for (args, needle) in [
+        (
+            vec!["--pipeline", "4", "--rate", "100", "-d", "1s"],
+            "--pipeline with --rate",
+        ),
+        (vec!["--pipeline", "0"], "--pipeline"),
+    ] {
+        let out = Command::new(RXLOAD)
+            .arg(&target)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(needle),
+            "{args:?}"
+        );
+    }
+    let out = Command::new(RXLOAD)
+        .args([&format!("zap://{}", s.zap.unwrap()), "--pipeline", "4"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pipeline is for HTTP"));
+}
