@@ -9,19 +9,15 @@
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
+#[path = "common/nginx.rs"]
+mod nginx;
+
+use nginx::{free_port, nginx};
 use std::{net::SocketAddr, process::Command, time::Duration};
 
 const CONNS: &str = "64";
 const DURATION: &str = "4s";
 const REPS: usize = 5;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// utime + stime of a task, in seconds.
 fn cpu_seconds(stat_path: &str) -> f64 {
@@ -84,56 +80,6 @@ fn wrk(url: &str, cpu: u32) -> (f64, String) {
         .unwrap_or_else(|| panic!("no Requests/sec in wrk output:\n{text}"));
     assert!(!text.contains("Non-2xx"), "errors in wrk output:\n{text}");
     (rps, text)
-}
-
-struct Nginx(std::process::Child, std::path::PathBuf);
-
-impl Nginx {
-    fn id(&self) -> u32 {
-        self.0.id()
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        // SIGTERM is nginx's fast shutdown: the master stops its workers. (SIGKILL would leave
-        // the workers running.)
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-        let _ = std::fs::remove_dir_all(&self.1);
-    }
-}
-
-fn nginx(port: u16, cpu: u32) -> Nginx {
-    let dir = std::env::temp_dir().join(format!("rxsteer-nginx-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    let mask = format!("{:b}", 1u64 << cpu);
-    let conf = format!(
-        "worker_processes 1;\nworker_cpu_affinity {mask};\ndaemon off;\npid {dir}/nginx.pid;\nerror_log {dir}/logs/error.log;\n\
-         events {{ worker_connections 4096; }}\n\
-         http {{ access_log off; keepalive_requests 1000000;\n client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;\n\
-         fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;\n\
-         server {{ listen 127.0.0.1:{port}; location = /health {{ default_type text/plain; return 200 \"ok\"; }} }} }}\n",
-        dir = dir.display()
-    );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    // No inherited pipes: a worker must never hold the caller's output open.
-    let child = Command::new("nginx")
-        .args(["-p", &dir.display().to_string(), "-c", "nginx.conf"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("nginx on PATH");
-    // The guard owns it from here: every path (including the panic below) stops it.
-    let guard = Nginx(child, dir);
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return guard;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("nginx did not start on port {port}");
 }
 
 fn main() {

@@ -2,12 +2,15 @@
 //! other, arms alternating per repetition, ratios per repetition:
 //! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same
 //!    connections, for /health and /rpc.
-//! 2. rxload vs wrk on HTTP /health: req/s, and requests per CPU-second of the load
-//!    generator.
+//! 2. rxload vs wrk on HTTP /health, against this server and against nginx (Debian, one
+//!    worker pinned like ours): req/s, and requests per CPU-second of the load generator.
 //!
 //! (Both run in the same process and repetitions.)
 //! Needs RXLOAD (path to a release rxload) and wrk: run it with `cargo xtask bench loadgen`.
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
+#[path = "common/nginx.rs"]
+mod nginx;
+
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
@@ -159,34 +162,41 @@ fn main() {
             json!({"median": m, "min": lo, "max": hi, "raw": raw}),
         );
     }
-    let (mut rps_ratio, mut cpu_ratio, mut raw) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..REPS {
-        let mut r = [(0f64, 0f64); 2];
-        for k in 0..2 {
-            let i = (k + rep) % 2;
-            r[i] = if i == 0 {
-                rxload(&http, "health", load_cpu)
-            } else {
-                wrk(&format!("{http}/health"), load_cpu)
-            };
+    let port = nginx::free_port();
+    let _nginx = nginx::nginx(port, server_cpu);
+    for (server, base) in [
+        ("rxsteer", http.clone()),
+        ("nginx", format!("http://127.0.0.1:{port}")),
+    ] {
+        let (mut rps_ratio, mut cpu_ratio, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+        for rep in 0..REPS {
+            let mut r = [(0f64, 0f64); 2];
+            for k in 0..2 {
+                let i = (k + rep) % 2;
+                r[i] = if i == 0 {
+                    rxload(&format!("{base}/health"), "health", load_cpu)
+                } else {
+                    wrk(&format!("{base}/health"), load_cpu)
+                };
+            }
+            println!(
+                "{server} rep {rep}: rxload {:.0} req/s ({:.0} per CPU-s), wrk {:.0} req/s ({:.0} per CPU-s)",
+                r[0].0, r[0].1, r[1].0, r[1].1
+            );
+            raw.push(json!({"rep": rep, "rxload": {"req_per_s": r[0].0, "req_per_cpu_s": r[0].1}, "wrk": {"req_per_s": r[1].0, "req_per_cpu_s": r[1].1}}));
+            rps_ratio.push(r[0].0 / r[1].0);
+            cpu_ratio.push(r[0].1 / r[1].1);
         }
-        println!(
-            "wrk rep {rep}: rxload {:.0} req/s ({:.0} per CPU-s), wrk {:.0} req/s ({:.0} per CPU-s)",
-            r[0].0, r[0].1, r[1].0, r[1].1
+        let (m, lo, hi) = summary(&mut rps_ratio);
+        let (cm, clo, chi) = summary(&mut cpu_ratio);
+        println!("{server}: rxload / wrk, req/s: median {m:.2}, range {lo:.2}-{hi:.2}");
+        println!("{server}: rxload / wrk, requests per load-generator CPU-second: median {cm:.2}, range {clo:.2}-{chi:.2}");
+        doc.insert(
+            format!("rxload_over_wrk_{server}"),
+            json!({"req_per_s": {"median": m, "min": lo, "max": hi},
+            "req_per_cpu_s": {"median": cm, "min": clo, "max": chi}, "raw": raw}),
         );
-        raw.push(json!({"rep": rep, "rxload": {"req_per_s": r[0].0, "req_per_cpu_s": r[0].1}, "wrk": {"req_per_s": r[1].0, "req_per_cpu_s": r[1].1}}));
-        rps_ratio.push(r[0].0 / r[1].0);
-        cpu_ratio.push(r[0].1 / r[1].1);
     }
-    let (m, lo, hi) = summary(&mut rps_ratio);
-    let (cm, clo, chi) = summary(&mut cpu_ratio);
-    println!("rxload / wrk, req/s: median {m:.2}, range {lo:.2}-{hi:.2}");
-    println!("rxload / wrk, requests per load-generator CPU-second: median {cm:.2}, range {clo:.2}-{chi:.2}");
-    doc.insert(
-        "rxload_over_wrk".into(),
-        json!({"req_per_s": {"median": m, "min": lo, "max": hi},
-        "req_per_cpu_s": {"median": cm, "min": clo, "max": chi}, "raw": raw}),
-    );
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         std::fs::write(
             path,
