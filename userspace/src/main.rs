@@ -33,6 +33,9 @@ enum Cmd {
     Tune(TuneCmd),
     /// Put back whatever rxsteer changed in this network namespace (after a crash).
     Restore,
+    /// Untuned vs RPS vs cpumap in the embedded lab: rxsteer serve driven by rxload, per mode
+    /// and repetition, with where the receive work went per CPU.
+    Compare(rxsteer::compare::CompareArgs),
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
     Serve(rxsteer::serve::ServeArgs),
 }
@@ -46,6 +49,7 @@ fn main() {
         Cmd::Tune(cmd) => tune_cmd::run(&cmd),
         Cmd::Restore => tune_cmd::restore(),
         Cmd::Serve(args) => rxsteer::serve::run(&args),
+        Cmd::Compare(args) => rxsteer::compare::run(&args),
     };
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

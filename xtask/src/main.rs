@@ -36,8 +36,8 @@ enum Task {
         #[arg(value_enum, default_value = "all")]
         which: Which,
     },
-    /// The main job: build, then run the embedded veth lab (`rxsteer lab`); arguments after
-    /// `run` go to it (e.g. -d 20s --json). Needs root.
+    /// The main job: build, then compare untuned, RPS and cpumap in the embedded veth lab
+    /// (`rxsteer compare`); arguments after `run` go to it (e.g. -d 5 --reps 3). Needs root.
     Run {
         /// A real NIC instead of the lab (not built yet).
         #[arg(long)]
@@ -115,14 +115,15 @@ fn real_main() -> Result<()> {
             cmd::run(
                 "build rxsteer",
                 cmd::cargo(None)
-                    .args(["build", "--release", "-p", "rxsteer"])
+                    .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
                     .current_dir(&paths.root),
             )?;
             cmd::run(
-                "rxsteer lab",
+                "rxsteer compare",
                 std::process::Command::new(paths.root.join("target/release/rxsteer"))
-                    .arg("lab")
-                    .args(args),
+                    .arg("compare")
+                    .args(args)
+                    .current_dir(&paths.root),
             )
         }
         Task::Bench { which } => {
