@@ -256,6 +256,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     let doc = serde_json::json!({"roles": roles, "cpus": online.len(), "seconds": args.seconds, "connections": args.connections,
         "caveat": roles.caveat(online.len()), "runs": rows});
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
+    crate::report::run(&dir)?;
     drop(lab);
     eprintln!("rxsteer compare: stored in {}; lab removed", dir.display());
     Ok(())

@@ -11,6 +11,7 @@ pub mod netns;
 pub mod ports;
 pub mod privilege;
 pub mod procfs;
+pub mod report;
 pub mod sampler;
 pub mod serve;
 pub mod top;

@@ -36,6 +36,8 @@ enum Cmd {
     /// Untuned vs RPS vs cpumap in the embedded lab: rxsteer serve driven by rxload, per mode
     /// and repetition, with where the receive work went per CPU.
     Compare(rxsteer::compare::CompareArgs),
+    /// Render report.md from a comparison's run directory (its run.json).
+    Report { dir: std::path::PathBuf },
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
     Serve(rxsteer::serve::ServeArgs),
 }
@@ -50,6 +52,7 @@ fn main() {
         Cmd::Restore => tune_cmd::restore(),
         Cmd::Serve(args) => rxsteer::serve::run(&args),
         Cmd::Compare(args) => rxsteer::compare::run(&args),
+        Cmd::Report { dir } => rxsteer::report::run(&dir),
     };
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

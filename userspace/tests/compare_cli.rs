@@ -38,6 +38,12 @@ fn one_repetition_of_every_mode_measures_and_leaves_nothing() {
         recv("none")
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("ratios to untuned, same repetition"));
+    // The report is rendered from the stored files.
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("| XDP cpumap |") && report.contains("RPS / untuned ranged"),
+        "{report}"
+    );
     if run["cpus"].as_u64().unwrap() < 4 {
         assert!(
             err.contains("not a gain"),
