@@ -35,6 +35,33 @@ pub struct ConnConfig {
 /// Default for [`ConnConfig::vectored_min`].
 pub const VECTORED_MIN: usize = 16 << 10;
 
+/// Sends the responses encoded so far in `out`, then `body` (the last one's body), in one
+/// vectored write, and empties `out`.
+async fn send_with_body(s: &mut TcpStream, out: &mut Vec<u8>, body: &[u8]) -> io::Result<()> {
+    write_all_vectored(s, out, body).await?;
+    out.clear();
+    Ok(())
+}
+
+/// After a read's requests are answered: drop what they used, count them, and send every
+/// response still in `out` with one write.
+async fn end_batch(
+    s: &mut TcpStream,
+    rd: &mut ReadBuf,
+    out: &mut Vec<u8>,
+    served: &AtomicU64,
+    consumed: usize,
+    n: u64,
+) -> io::Result<()> {
+    rd.consume(consumed);
+    served.fetch_add(n, Ordering::Relaxed);
+    if !out.is_empty() {
+        s.write_all(out).await?;
+        out.clear();
+    }
+    Ok(())
+}
+
 /// Writes `a` then `b` with vectored writes, without copying either.
 async fn write_all_vectored(s: &mut TcpStream, mut a: &[u8], mut b: &[u8]) -> io::Result<()> {
     while !a.is_empty() || !b.is_empty() {
@@ -175,8 +202,7 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
                             body.len(),
                             req.close,
                         );
-                        write_all_vectored(&mut s, &out, body).await?;
-                        out.clear();
+                        send_with_body(&mut s, &mut out, body).await?;
                     } else {
                         write_response(&mut out, reply.status, reply.content_type, body, req.close);
                     }
@@ -201,12 +227,7 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
                 }
             }
         }
-        rd.consume(consumed);
-        served.fetch_add(n, Ordering::Relaxed);
-        if !out.is_empty() {
-            s.write_all(&out).await?;
-            out.clear();
-        }
+        end_batch(&mut s, &mut rd, &mut out, served, consumed, n).await?;
         if close {
             return Ok(());
         }
@@ -244,8 +265,7 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
                             let body = body_bytes(&reply, &scratch);
                             if body.len() >= cfg.vectored_min {
                                 encode_response_head(&mut out, reply.status, b"", &ct, body.len());
-                                write_all_vectored(&mut s, &out, body).await?;
-                                out.clear();
+                                send_with_body(&mut s, &mut out, body).await?;
                             } else {
                                 encode_response(&mut out, reply.status, b"", &ct, body, &[]);
                             }
@@ -268,12 +288,7 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
                 }
             }
         }
-        rd.consume(consumed);
-        served.fetch_add(n, Ordering::Relaxed);
-        if !out.is_empty() {
-            s.write_all(&out).await?;
-            out.clear();
-        }
+        end_batch(&mut s, &mut rd, &mut out, served, consumed, n).await?;
         if close {
             return Ok(());
         }
