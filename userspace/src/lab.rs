@@ -191,19 +191,8 @@ fn write_sysfs(ns: &str, path: &str, value: &str) -> Result<()> {
 fn napi_thread(dev: &str) -> Result<u32> {
     let prefix = format!("napi/{dev}-");
     for _ in 0..50 {
-        for entry in std::fs::read_dir("/proc")?.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.starts_with(&prefix))
-            {
-                return Ok(pid);
-            }
+        if let Some(&(pid, _)) = crate::procfs::pids_with_comm_prefix(&[&prefix])?.first() {
+            return Ok(pid);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -106,10 +106,14 @@ pub struct KthreadTime {
 
 /// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
 /// /proc/PID/schedstat (nanoseconds, not tick-sampled).
-pub fn receive_kthreads() -> Result<Vec<KthreadTime>> {
+/// Every process whose comm starts with one of `prefixes`: (pid, comm). Tasks that exit
+/// between the listing and the read are skipped.
+pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").context("listing /proc")? {
-        let Ok(entry) = entry else { continue };
+    for entry in std::fs::read_dir("/proc")
+        .context("listing /proc")?
+        .flatten()
+    {
         let Some(pid) = entry
             .file_name()
             .to_str()
@@ -117,16 +121,22 @@ pub fn receive_kthreads() -> Result<Vec<KthreadTime>> {
         else {
             continue;
         };
-        // Threads exit between the listing and the reads: skip what vanished.
-        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
-            continue;
-        };
+        if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+            if prefixes.iter().any(|p| comm.starts_with(p)) {
+                out.push((pid, comm));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn receive_kthreads() -> Result<Vec<KthreadTime>> {
+    let mut out = Vec::new();
+    for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/"])? {
         let kind = if comm.starts_with("cpumap/") {
             KthreadKind::Cpumap
-        } else if comm.starts_with("napi/") {
-            KthreadKind::Napi
         } else {
-            continue;
+            KthreadKind::Napi
         };
         let (Ok(sched), Ok(stat)) = (
             std::fs::read_to_string(format!("/proc/{pid}/schedstat")),
