@@ -11,9 +11,11 @@ use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/wrk.rs"]
+mod wrk;
 
 use nginx::{free_port, nginx};
-use std::{net::SocketAddr, process::Command, time::Duration};
+use std::{net::SocketAddr, time::Duration};
 
 const CONNS: &str = "64";
 const DURATION: &str = "4s";
@@ -55,33 +57,6 @@ fn nginx_worker(master: u32) -> String {
     panic!("nginx started no worker");
 }
 
-/// wrk's Requests/sec against `url`, wrk pinned to `cpu`.
-fn wrk(url: &str, cpu: u32) -> (f64, String) {
-    let out = Command::new("taskset")
-        .args([
-            "-c",
-            &cpu.to_string(),
-            "wrk",
-            "-t1",
-            "-c",
-            CONNS,
-            "-d",
-            DURATION,
-            "--latency",
-            url,
-        ])
-        .output()
-        .expect("wrk on PATH");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let rps = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no Requests/sec in wrk output:\n{text}"));
-    assert!(!text.contains("Non-2xx"), "errors in wrk output:\n{text}");
-    (rps, text)
-}
-
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (wrk_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
@@ -110,7 +85,9 @@ fn main() {
         for k in 0..2 {
             let i = (k + rep) % 2;
             let cpu0 = cpu_seconds(&stats[i]);
-            let (r, text) = wrk(&targets[i].1, wrk_cpu);
+            let wrk::WrkRun {
+                req_per_s: r, text, ..
+            } = wrk::run(&targets[i].1, wrk_cpu, CONNS, DURATION);
             let cpu = cpu_seconds(&stats[i]) - cpu0;
             rps[i] = r;
             per_cpu_s[i] = r * secs / cpu.max(0.01);

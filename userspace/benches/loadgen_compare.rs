@@ -10,6 +10,8 @@
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/wrk.rs"]
+mod wrk;
 
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
@@ -18,13 +20,6 @@ use std::{net::SocketAddr, process::Command};
 const CONNS: &str = "64";
 const DURATION: &str = "4s";
 const REPS: usize = 5;
-
-fn children_cpu_s() -> f64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
 
 /// rxload's (req/s, requests per its own CPU-second).
 fn rxload(target: &str, scenario: &str, cpu: u32) -> (f64, f64) {
@@ -69,46 +64,6 @@ fn rxload(target: &str, scenario: &str, cpu: u32) -> (f64, f64) {
         v["req_per_s"].as_f64().unwrap(),
         v["client"]["requests_per_cpu_s"].as_f64().unwrap(),
     )
-}
-
-/// wrk's (req/s, requests per its CPU-second, from RUSAGE_CHILDREN around the run).
-fn wrk(url: &str, cpu: u32) -> (f64, f64) {
-    let c0 = children_cpu_s();
-    let out = Command::new("taskset")
-        .args([
-            "-c",
-            &cpu.to_string(),
-            "wrk",
-            "-t1",
-            "-c",
-            CONNS,
-            "-d",
-            DURATION,
-            url,
-        ])
-        .output()
-        .unwrap();
-    let cpu_s = children_cpu_s() - c0;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rps: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap();
-    let total: f64 = text
-        .lines()
-        .find_map(|l| {
-            l.split_whitespace()
-                .next()
-                .filter(|_| l.contains("requests in"))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap();
-    assert!(
-        !text.contains("Non-2xx") && !text.contains("Socket errors"),
-        "wrk errors:\n{text}"
-    );
-    (rps, total / cpu_s.max(1e-9))
 }
 
 fn summary(v: &mut [f64]) -> (f64, f64, f64) {
@@ -176,7 +131,10 @@ fn main() {
                 r[i] = if i == 0 {
                     rxload(&format!("{base}/health"), "health", load_cpu)
                 } else {
-                    wrk(&format!("{base}/health"), load_cpu)
+                    {
+                        let w = wrk::run(&format!("{base}/health"), load_cpu, CONNS, DURATION);
+                        (w.req_per_s, w.req_per_cpu_s)
+                    }
                 };
             }
             println!(
