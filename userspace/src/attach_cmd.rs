@@ -31,7 +31,7 @@ pub struct AttachArgs {
     /// Steering mode.
     #[arg(long, value_enum)]
     pub steer: SteerMode,
-    /// cpumap: CPUs HTTP flows are spread over (default: every online CPU).
+    /// cpumap: CPUs HTTP flows are spread over (default: every online CPU not in --zap-cpus).
     #[arg(long, value_parser = cpu_list)]
     pub http_cpus: Option<CpuList>,
     /// cpumap: CPUs ZAP flows are spread over (default: not steered).
@@ -71,12 +71,21 @@ fn validate(args: &AttachArgs) -> Result<SteerSets> {
     if args.qsize == 0 || args.qsize > MAX_QSIZE {
         bail!("--qsize {} is out of range (1-{MAX_QSIZE})", args.qsize);
     }
+    let zap = args.zap_cpus.clone().map(|c| c.0).unwrap_or_default();
     let sets = SteerSets {
-        http: args
-            .http_cpus
-            .clone()
-            .map_or_else(|| online.clone(), |c| c.0),
-        zap: args.zap_cpus.clone().map(|c| c.0).unwrap_or_default(),
+        // The sets are disjoint, so HTTP's default is every online CPU not given to ZAP
+        // (`--zap-cpus` alone must not collide with a default the user never chose).
+        http: args.http_cpus.clone().map_or_else(
+            || {
+                online
+                    .iter()
+                    .copied()
+                    .filter(|c| !zap.contains(c))
+                    .collect()
+            },
+            |c| c.0,
+        ),
+        zap,
         other: args.other_cpus.clone().map(|c| c.0).unwrap_or_default(),
     };
     sets.validate(&online)?;
@@ -174,5 +183,36 @@ fn show_set(cpus: &[u32]) -> String {
         "not steered".to_string()
     } else {
         format!("CPUs {}", rxsteer_tune::cpus::format_cpu_list(cpus))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        attach: AttachArgs,
+    }
+
+    fn sets(flags: &[&str]) -> Result<SteerSets> {
+        let mut argv = vec!["attach", "--iface", "lo", "--steer", "cpumap"];
+        argv.extend_from_slice(flags);
+        validate(&Cli::try_parse_from(argv).unwrap().attach)
+    }
+
+    #[test]
+    fn http_defaults_to_the_cpus_zap_was_not_given() {
+        let online = online_cpus().unwrap();
+        assert_eq!(sets(&[]).unwrap().http, online);
+        let last = *online.last().unwrap();
+        let s = sets(&["--zap-cpus", &last.to_string()]).unwrap();
+        assert_eq!(s.zap, vec![last]);
+        assert!(!s.http.contains(&last), "{:?}", s.http);
+        assert_eq!(s.http.len(), online.len() - 1);
+        let both = sets(&["--http-cpus", "0", "--zap-cpus", "0"]).unwrap_err();
+        assert!(both.to_string().contains("CPU 0 is in both"), "{both}");
     }
 }

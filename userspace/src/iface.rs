@@ -56,6 +56,37 @@ fn is_up(name: &str) -> Result<bool> {
     Ok(flags as i32 & libc::IFF_UP != 0)
 }
 
+/// The interface's first IPv4 address (the address a local load targets).
+pub fn ipv4_of(name: &str) -> Result<std::net::Ipv4Addr> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list that freeifaddrs releases below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        bail!("getifaddrs: {}", std::io::Error::last_os_error());
+    }
+    let mut found = None;
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        let same = !ifa.ifa_name.is_null()
+            && unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_bytes() == name.as_bytes();
+        if same && !ifa.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points at a sockaddr whose family says which struct it is.
+            if i32::from(unsafe { (*ifa.ifa_addr).sa_family }) == libc::AF_INET {
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                found = Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                break;
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    found.with_context(|| {
+        format!("interface {name:?} has no IPv4 address: give the load's target with --target-ip")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +105,12 @@ mod tests {
         assert!(require_up("lo").unwrap() > 0);
         let err = require_up("rxnosuch0").unwrap_err().to_string();
         assert!(err.contains("\"rxnosuch0\" does not exist"), "{err}");
+    }
+
+    #[test]
+    fn loopback_has_127_0_0_1_and_unknown_names_are_named() {
+        assert_eq!(ipv4_of("lo").unwrap(), std::net::Ipv4Addr::LOCALHOST);
+        let e = ipv4_of("nosuchif0").unwrap_err().to_string();
+        assert!(e.contains("\"nosuchif0\" has no IPv4 address"), "{e}");
     }
 }

@@ -117,7 +117,13 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMo
     );
     let [maps, table] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    let areas = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(maps);
+    draw_heatmaps(f, maps, history);
+    draw_table(f, table, history.back());
+}
+
+/// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`.
+pub fn draw_heatmaps(f: &mut Frame, area: Rect, history: &VecDeque<Sample>) {
+    let areas = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(area);
     let max_pps = history
         .iter()
         .flat_map(|s| s.cpus.iter().map(move |c| c.packets as f64 / s.interval_s))
@@ -125,7 +131,6 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMo
     for (map, area) in HEATMAPS.iter().zip(areas.iter()) {
         draw_heatmap(f, *area, map, history, max_pps);
     }
-    draw_table(f, table, history.back());
 }
 
 fn draw_heatmap(

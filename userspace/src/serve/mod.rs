@@ -224,6 +224,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     cfg.conn.max_frame = args.max_frame;
     cfg.conn.http.max_body = args.max_body;
     cfg.conn.idle = args.idle_timeout;
+    // Handlers before the ready line: a SIGTERM sent as soon as it is seen must find them.
+    let stop = crate::top::stop_on_signals()?;
     let server = start(cfg.clone())?;
     let show = |a: Option<SocketAddr>| a.map_or("off".to_string(), |a| a.to_string());
     eprintln!(
@@ -236,7 +238,6 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             rxsteer_tune::cpus::format_cpu_list(c)
         ))
     );
-    let stop = crate::top::stop_on_signals()?;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -1,0 +1,247 @@
+//! The figures of one load: rxload's result next to the per-CPU accounting of its measured
+//! window (samples tagged `measure`), and the environment the run had. Everything stored in
+//! run.json comes through here.
+use anyhow::Result;
+use serde_json::{json, Value};
+use std::{io::Write, path::Path};
+
+use super::{watch::Tagged, Mode, Proto};
+
+/// Per-CPU rates over the measured samples, and totals of the things that go wrong.
+#[derive(Default, Debug, PartialEq)]
+pub struct CpuFigures {
+    pub receive_ms_per_s: Vec<f64>,
+    pub net_rx_ms_per_s: Vec<f64>,
+    pub kthread_ms_per_s: Vec<f64>,
+    pub packets_per_s: Vec<f64>,
+    pub arrived_per_s: Vec<f64>,
+    pub redirect_err: u64,
+    pub enqueue_drops: u64,
+    pub cpumap_drops: u64,
+    pub softnet_dropped: u64,
+    pub steer_fallback: u64,
+    pub seconds: f64,
+}
+
+pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
+    let measured: Vec<&Tagged> = tagged.iter().filter(|t| t.phase == "measure").collect();
+    let n = measured
+        .iter()
+        .map(|t| t.raw.sample.cpus.len())
+        .max()
+        .unwrap_or(0);
+    let mut f = CpuFigures {
+        receive_ms_per_s: vec![0.0; n],
+        net_rx_ms_per_s: vec![0.0; n],
+        kthread_ms_per_s: vec![0.0; n],
+        packets_per_s: vec![0.0; n],
+        arrived_per_s: vec![0.0; n],
+        ..Default::default()
+    };
+    for t in &measured {
+        let s = &t.raw.sample;
+        f.seconds += s.interval_s;
+        f.redirect_err += s.redirect_err;
+        for (i, c) in s.cpus.iter().enumerate() {
+            f.receive_ms_per_s[i] += c.receive_ns() as f64 / 1e6;
+            f.net_rx_ms_per_s[i] += c.net_rx_ns as f64 / 1e6;
+            f.kthread_ms_per_s[i] += (c.cpumap_kthread_ns + c.napi_kthread_ns) as f64 / 1e6;
+            f.packets_per_s[i] += c.packets as f64;
+            f.arrived_per_s[i] += c.arrived_packets as f64;
+            f.enqueue_drops += c.enqueue_drops;
+            f.cpumap_drops += c.cpumap_drops;
+            f.softnet_dropped += c.softnet.dropped;
+            f.steer_fallback += c.steer_fallback;
+        }
+    }
+    let secs = f.seconds.max(1e-9);
+    for v in [
+        &mut f.receive_ms_per_s,
+        &mut f.net_rx_ms_per_s,
+        &mut f.kthread_ms_per_s,
+        &mut f.packets_per_s,
+        &mut f.arrived_per_s,
+    ] {
+        for x in v.iter_mut() {
+            *x = (*x / secs * 10.0).round() / 10.0;
+        }
+    }
+    f
+}
+
+/// How unevenly receive work was spread: the busiest CPU over the mean of the CPUs that did
+/// any (1.0 = even; N = all of it on one of N CPUs).
+pub fn imbalance(receive: &[f64]) -> f64 {
+    let busy: Vec<f64> = receive.iter().copied().filter(|&x| x > 0.0).collect();
+    if busy.is_empty() {
+        return 0.0;
+    }
+    let mean = receive.iter().sum::<f64>() / receive.len() as f64;
+    let max = busy.iter().copied().fold(0.0, f64::max);
+    (max / mean * 100.0).round() / 100.0
+}
+
+/// One row of run.json.
+pub fn row(rep: u32, mode: Mode, proto: Proto, load: Option<&Value>, tagged: &[Tagged]) -> Value {
+    let f = cpu_figures(tagged);
+    let xdp_mode = tagged
+        .first()
+        .map_or(Value::Null, |t| t.raw.json["xdp_mode"].clone());
+    let q = |k: &str| load.map_or(Value::Null, |l| l["latency_us"]["quantiles"][k].clone());
+    let errors = load.map_or(Value::Null, |l| l["errors"].clone());
+    let error_total: u64 = errors
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    json!({
+        "rep": rep, "mode": mode.as_str(), "proto": proto.as_str(), "xdp_mode": xdp_mode,
+        "req_per_s": load.map_or(Value::Null, |l| l["req_per_s"].clone()),
+        "requests": load.map_or(Value::Null, |l| l["requests"].clone()),
+        "p50_us": q("p50"), "p99_us": q("p99"), "p999_us": q("p99.9"), "max_us": q("max"),
+        "errors": errors, "error_total": error_total,
+        "client_allocs_per_request": load.map_or(Value::Null, |l| l["client"]["allocs_per_request"].clone()),
+        "measured_s": f.seconds,
+        "receive_ms_per_s": f.receive_ms_per_s, "net_rx_ms_per_s": f.net_rx_ms_per_s,
+        "kthread_ms_per_s": f.kthread_ms_per_s, "packets_per_s": f.packets_per_s,
+        "cpumap_arrived_per_s": f.arrived_per_s, "imbalance": imbalance(&f.receive_ms_per_s),
+        "redirect_err": f.redirect_err, "enqueue_drops": f.enqueue_drops, "cpumap_drops": f.cpumap_drops,
+        "softnet_dropped": f.softnet_dropped, "steer_fallback": f.steer_fallback,
+    })
+}
+
+/// This row's req/s over untuned's, same repetition and protocol, when untuned ran already.
+pub fn ratio_to_untuned(rows: &[Value], row: &Value) -> Option<f64> {
+    let base = rows
+        .iter()
+        .find(|r| r["mode"] == "none" && r["rep"] == row["rep"] && r["proto"] == row["proto"])?;
+    let b = base["req_per_s"].as_f64()?;
+    Some(row["req_per_s"].as_f64()? / b.max(1e-9))
+}
+
+/// The machine as the run found it: kernel, CPUs, load average.
+pub fn environment() -> Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let load: Vec<f64> = read("/proc/loadavg")
+        .split_whitespace()
+        .take(3)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    json!({
+        "kernel": read("/proc/sys/kernel/osrelease"), "hostname": read("/proc/sys/kernel/hostname"),
+        "arch": std::env::consts::ARCH, "online_cpus": rxsteer_tune::cpus::online_cpus().map(|c| c.len()).unwrap_or(0),
+        "loadavg": load,
+        "at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    })
+}
+
+/// A warning when the machine was already busy (1-minute load above half the CPUs): every
+/// figure of such a run is noisier, and the run says so rather than hiding it.
+pub fn busy_warning(env: &Value) -> Option<String> {
+    let load = env["loadavg"][0].as_f64()?;
+    let cpus = env["online_cpus"].as_f64()?;
+    (load > cpus / 2.0).then(|| {
+        format!(
+            "the 1-minute load average is {load:.2} on {cpus} CPUs before the run: \
+             other work competes with the measurement, so expect more spread"
+        )
+    })
+}
+
+/// The samples of one mode session, one JSON line each, tagged with phase (and protocol).
+pub fn store_samples(path: &Path, tagged: &[Tagged]) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for t in tagged {
+        let mut v = t.raw.json.clone();
+        v["phase"] = t.phase.into();
+        serde_json::to_writer(&mut out, &v)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        compare::session::RawSample,
+        sampler::{CpuSample, Sample},
+    };
+
+    fn tagged(phase: &'static str, net_rx_ms: [u64; 2], kthread_ms: [u64; 2]) -> Tagged {
+        let mut s = Sample {
+            interval_s: 0.5,
+            redirect_err: 1,
+            ..Default::default()
+        };
+        for cpu in 0..2 {
+            s.cpus.push(CpuSample {
+                cpu,
+                packets: 1000,
+                net_rx_ns: net_rx_ms[cpu as usize] * 1_000_000,
+                cpumap_kthread_ns: kthread_ms[cpu as usize] * 1_000_000,
+                ..Default::default()
+            });
+        }
+        let mut json = serde_json::to_value(&s).unwrap();
+        json["xdp_mode"] = "drv".into();
+        Tagged {
+            phase,
+            raw: RawSample { json, sample: s },
+        }
+    }
+
+    #[test]
+    fn only_the_measured_window_counts() {
+        let t = [
+            tagged("warmup", [400, 400], [400, 400]),
+            tagged("measure", [100, 0], [0, 200]),
+            tagged("measure", [100, 0], [0, 100]),
+        ];
+        let f = cpu_figures(&t);
+        assert_eq!(f.seconds, 1.0);
+        assert_eq!(f.net_rx_ms_per_s, [200.0, 0.0]);
+        assert_eq!(f.kthread_ms_per_s, [0.0, 300.0]);
+        assert_eq!(f.receive_ms_per_s, [200.0, 300.0]);
+        assert_eq!(f.packets_per_s, [2000.0, 2000.0]);
+        assert_eq!(f.redirect_err, 2);
+        let load = json!({"req_per_s": 5000.0, "requests": 5000, "errors": {"read": 2, "connect": 1},
+            "latency_us": {"quantiles": {"p50": 10, "p99": 90, "p99.9": 120, "max": 300}},
+            "client": {"allocs_per_request": 0.0}});
+        let r = row(1, Mode::Cpumap, Proto::Zap, Some(&load), &t);
+        assert_eq!(r["p99_us"], 90);
+        assert_eq!(r["error_total"], 3);
+        assert_eq!(r["xdp_mode"], "drv");
+        assert_eq!(r["imbalance"], 1.2);
+    }
+
+    #[test]
+    fn ratios_pair_rep_and_protocol() {
+        let rows = vec![
+            json!({"rep": 0, "mode": "none", "proto": "http", "req_per_s": 100.0}),
+            json!({"rep": 0, "mode": "none", "proto": "zap", "req_per_s": 200.0}),
+        ];
+        let r = json!({"rep": 0, "mode": "rps", "proto": "zap", "req_per_s": 150.0});
+        assert_eq!(ratio_to_untuned(&rows, &r), Some(0.75));
+        let other = json!({"rep": 1, "mode": "rps", "proto": "zap", "req_per_s": 150.0});
+        assert_eq!(ratio_to_untuned(&rows, &other), None);
+    }
+
+    #[test]
+    fn imbalance_of_even_and_one_sided_work() {
+        assert_eq!(imbalance(&[100.0, 100.0]), 1.0);
+        assert_eq!(imbalance(&[400.0, 0.0, 0.0, 0.0]), 4.0);
+        assert_eq!(imbalance(&[0.0, 0.0]), 0.0);
+    }
+
+    #[test]
+    fn busy_machines_are_named() {
+        let env = json!({"loadavg": [1.5, 1.0, 1.0], "online_cpus": 2});
+        assert!(busy_warning(&env).unwrap().contains("1.50 on 2 CPUs"));
+        let quiet = json!({"loadavg": [0.2, 1.0, 1.0], "online_cpus": 2});
+        assert_eq!(busy_warning(&quiet), None);
+    }
+}

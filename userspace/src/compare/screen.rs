@@ -1,0 +1,276 @@
+//! What the comparison shows while it runs. On a terminal: one ratatui screen with the per-core
+//! heatmaps of `rxsteer top` next to the current load's req/s and p99 and the results so far,
+//! labelled with repetition, mode and protocol (q stops the run; the host is restored).
+//! Otherwise (`--no-tui`, CI, logs): one line per live interval. It only draws.
+use anyhow::Result;
+use ratatui::{
+    crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers},
+    layout::{Constraint, Layout},
+    style::Stylize,
+    text::{Line, Span},
+    widgets::{Block, Paragraph, Row, Sparkline, Table},
+    DefaultTerminal, Frame,
+};
+use std::{collections::VecDeque, time::Duration};
+
+use super::watch::LiveLine;
+use crate::{sampler::Sample, view};
+
+const HISTORY: usize = 240;
+
+/// One finished load, as the results table shows it.
+pub struct Done {
+    pub label: String,
+    pub req_per_s: f64,
+    pub p99_us: u64,
+    /// To untuned, same repetition and protocol.
+    pub ratio: Option<f64>,
+}
+
+pub struct Screen {
+    terminal: Option<DefaultTerminal>,
+    /// "rep 1/3  cpumap  zap" and what the run is doing.
+    label: String,
+    history: VecDeque<Sample>,
+    live: Vec<LiveLine>,
+    done: Vec<Done>,
+    caveat: Option<String>,
+}
+
+impl Screen {
+    /// `tui` draws the screen (and owns the terminal until dropped); otherwise lines.
+    pub fn new(tui: bool, caveat: Option<String>) -> Self {
+        Self {
+            terminal: tui.then(ratatui::init),
+            label: String::new(),
+            history: VecDeque::with_capacity(HISTORY),
+            live: Vec::new(),
+            done: Vec::new(),
+            caveat,
+        }
+    }
+
+    /// A new load starts.
+    pub fn begin(&mut self, label: String) {
+        self.label = label;
+        self.live.clear();
+    }
+
+    pub fn on_sample(&mut self, s: &Sample) {
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(s.clone());
+    }
+
+    pub fn on_live(&mut self, l: &LiveLine) {
+        if self.terminal.is_none() {
+            let recv: Vec<String> = self.history.back().map_or(vec![], |s| {
+                s.cpus
+                    .iter()
+                    .map(|c| format!("{:.0}", c.receive_ns() as f64 / 1e6 / s.interval_s))
+                    .collect()
+            });
+            eprintln!(
+                "{:<24} {:>5.1}s {:<7} {:>9.0} req/s  p99 {:>6} us  errors {}  receive ms/s per CPU [{}]",
+                self.label,
+                l.t_s,
+                l.phase,
+                l.req_per_s,
+                l.p99_us,
+                l.errors,
+                recv.join(" ")
+            );
+        }
+        self.live.push(l.clone());
+    }
+
+    pub fn on_done(&mut self, d: Done) {
+        self.done.push(d);
+    }
+
+    /// Draws (on a terminal) and reads keys; true when the user asked to stop.
+    pub fn tick(&mut self) -> Result<bool> {
+        let Some(t) = self.terminal.as_mut() else {
+            return Ok(false);
+        };
+        let (label, history, live, done, caveat) = (
+            &self.label,
+            &self.history,
+            &self.live,
+            &self.done,
+            &self.caveat,
+        );
+        t.draw(|f| draw(f, label, history, live, done, caveat.as_deref()))?;
+        while event::poll(Duration::ZERO)? {
+            if let Event::Key(k) = event::read()? {
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if k.kind == KeyEventKind::Press
+                    && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
+                {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        if self.terminal.take().is_some() {
+            ratatui::restore();
+        }
+    }
+}
+
+fn draw(
+    f: &mut Frame,
+    label: &str,
+    history: &VecDeque<Sample>,
+    live: &[LiveLine],
+    done: &[Done],
+    caveat: Option<&str>,
+) {
+    let [title, note, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(u16::from(caveat.is_some())),
+        Constraint::Min(0),
+    ])
+    .areas(f.area());
+    f.render_widget(
+        Line::from(vec![
+            Span::from(format!(" rxsteer compare  {label}")).bold(),
+            Span::from("   q: stop and restore").dim(),
+        ]),
+        title,
+    );
+    if let Some(c) = caveat {
+        f.render_widget(Line::from(format!(" note: {c}")).yellow(), note);
+    }
+    let [maps, right] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+    view::draw_heatmaps(f, maps, history);
+    let [rps, p99, table] = Layout::vertical([
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Min(0),
+    ])
+    .areas(right);
+    let last = live.last().cloned().unwrap_or_default();
+    let rps_points: Vec<u64> = live.iter().map(|l| l.req_per_s as u64).collect();
+    let p99_points: Vec<u64> = live.iter().map(|l| l.p99_us).collect();
+    f.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!(
+                "req/s now {:.0} ({}, errors {})",
+                last.req_per_s,
+                if last.phase.is_empty() {
+                    "-"
+                } else {
+                    &last.phase
+                },
+                last.errors
+            )))
+            .data(&rps_points),
+        rps,
+    );
+    f.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!("p99 now {} us", last.p99_us)))
+            .data(&p99_points),
+        p99,
+    );
+    let rows = done.iter().rev().map(|d| {
+        Row::new([
+            d.label.clone(),
+            format!("{:.0}", d.req_per_s),
+            d.p99_us.to_string(),
+            d.ratio.map_or("-".into(), |r| format!("{r:.2}x")),
+        ])
+    });
+    f.render_widget(
+        Table::new(
+            rows,
+            [
+                Constraint::Min(20),
+                Constraint::Length(9),
+                Constraint::Length(8),
+                Constraint::Length(11),
+            ],
+        )
+        .header(Row::new(["load", "req/s", "p99 us", "vs untuned"]).bold())
+        .block(Block::bordered().title("results so far")),
+        table,
+    );
+    if live.is_empty() && done.is_empty() {
+        f.render_widget(Paragraph::new(" starting...").dim(), table);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampler::CpuSample;
+    use ratatui::{backend::TestBackend, Terminal};
+
+    #[test]
+    fn heatmap_sits_beside_throughput_p99_and_results() {
+        let mut s = Sample {
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        for cpu in 0..2 {
+            s.cpus.push(CpuSample {
+                cpu,
+                net_rx_ns: 100_000_000,
+                ..Default::default()
+            });
+        }
+        let history = VecDeque::from([s]);
+        let live = [LiveLine {
+            phase: "measure".into(),
+            req_per_s: 43210.0,
+            p99_us: 777,
+            ..Default::default()
+        }];
+        let done = [Done {
+            label: "rep 0 untuned http".into(),
+            req_per_s: 50000.0,
+            p99_us: 650,
+            ratio: Some(1.0),
+        }];
+        let mut t = Terminal::new(TestBackend::new(160, 40)).unwrap();
+        t.draw(|f| {
+            draw(
+                f,
+                "rep 1/3  cpumap  zap",
+                &history,
+                &live,
+                &done,
+                Some("2 CPUs"),
+            )
+        })
+        .unwrap();
+        let text: String = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        for want in [
+            "rep 1/3  cpumap  zap",
+            "NET_RX softirq time",
+            "cpu1",
+            "req/s now 43210 (measure",
+            "p99 now 777 us",
+            "rep 0 untuned http",
+            "1.00x",
+            "note: 2 CPUs",
+        ] {
+            assert!(text.contains(want), "{want:?} missing");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Follows one running load: rxload's live lines (tailed from its `--live` file) and attach's
+//! samples, each sample tagged with the phase the load was in when it arrived (`warmup` or
+//! `measure`), so per-CPU figures come from the measured window only. The screen is told of
+//! everything and may ask to stop (the user pressed q).
+use anyhow::Result;
+use serde::Deserialize;
+use std::{
+    io::{BufRead, BufReader, Seek, SeekFrom},
+    path::Path,
+    process::{Child, ExitStatus},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant},
+};
+
+use super::{screen::Screen, session::RawSample};
+
+/// One of rxload's `--live` lines.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct LiveLine {
+    pub t_s: f64,
+    pub phase: String,
+    pub req_per_s: f64,
+    pub errors: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// A stored sample: attach's line plus the phase it belongs to.
+pub struct Tagged {
+    pub phase: &'static str,
+    pub raw: RawSample,
+}
+
+pub enum Ended {
+    /// rxload exited (its status), or the external window passed (`None`).
+    Done(Option<ExitStatus>),
+    /// The user or a signal asked to stop.
+    Stopped,
+}
+
+/// Reads whole lines appended to a file since the last call.
+struct Tail {
+    path: std::path::PathBuf,
+    pos: u64,
+    partial: String,
+}
+
+impl Tail {
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            pos: 0,
+            partial: String::new(),
+        }
+    }
+
+    fn lines(&mut self) -> Vec<String> {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return vec![];
+        };
+        if f.seek(SeekFrom::Start(self.pos)).is_err() {
+            return vec![];
+        }
+        let mut out = vec![];
+        let mut r = BufReader::new(f);
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    self.pos += n as u64;
+                    self.partial.push_str(&line);
+                    if self.partial.ends_with('\n') {
+                        out.push(std::mem::take(&mut self.partial));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Follows the load until rxload exits (or, with no child, for `window`), or until stopped.
+pub fn follow(
+    load: Option<&mut Child>,
+    window: Duration,
+    live_file: &Path,
+    samples: &mpsc::Receiver<RawSample>,
+    screen: &mut Screen,
+    stop: &AtomicBool,
+    tagged: &mut Vec<Tagged>,
+) -> Result<Ended> {
+    let start = Instant::now();
+    let mut tail = Tail::new(live_file);
+    // With no rxload of ours there is no warm-up line to wait for: all of it is measured.
+    let mut phase: &'static str = if load.is_some() { "warmup" } else { "measure" };
+    let mut load = load;
+    loop {
+        for line in tail.lines() {
+            if let Ok(l) = serde_json::from_str::<LiveLine>(&line) {
+                if l.phase == "measure" {
+                    phase = "measure";
+                }
+                screen.on_live(&l);
+            }
+        }
+        while let Ok(raw) = samples.try_recv() {
+            screen.on_sample(&raw.sample);
+            tagged.push(Tagged { phase, raw });
+        }
+        if screen.tick()? || stop.load(Ordering::SeqCst) {
+            return Ok(Ended::Stopped);
+        }
+        match load.as_deref_mut() {
+            Some(child) => {
+                if let Some(status) = child.try_wait()? {
+                    return Ok(Ended::Done(Some(status)));
+                }
+            }
+            None if start.elapsed() >= window => return Ok(Ended::Done(None)),
+            None => {}
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn tail_returns_only_whole_new_lines() {
+        let p = std::env::temp_dir().join(format!("rxsteer-tail-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let mut t = Tail::new(&p);
+        assert!(t.lines().is_empty(), "no file yet");
+        let mut f = std::fs::File::create(&p).unwrap();
+        f.write_all(b"one\ntw").unwrap();
+        assert_eq!(t.lines(), ["one\n"]);
+        f.write_all(b"o\nthree\n").unwrap();
+        assert_eq!(t.lines(), ["two\n", "three\n"]);
+        assert!(t.lines().is_empty());
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn live_lines_parse() {
+        let l: LiveLine = serde_json::from_str(
+            r#"{"t_s":1.5,"phase":"measure","req_per_s":1000.0,"errors":0,"p50_us":80,"p99_us":400,"max_us":900}"#,
+        )
+        .unwrap();
+        assert_eq!(l.phase, "measure");
+        assert_eq!(l.p99_us, 400);
+    }
+}

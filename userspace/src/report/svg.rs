@@ -1,0 +1,218 @@
+//! The report's charts as standalone SVG: bars of req/s or p99 per protocol and mode (median
+//! over repetitions, each repetition a dot), and a heatmap of receive work per CPU over time.
+use std::fmt::Write;
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const COLORS: [&str; 3] = ["#6b7280", "#2563eb", "#dc2626"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// One group of bars per protocol, one bar per mode: `values[g][m]` holds every repetition.
+pub fn bars(
+    title: &str,
+    unit: &str,
+    groups: &[&str],
+    modes: &[&str],
+    values: &[Vec<Vec<f64>>],
+) -> String {
+    let max = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let (left, bottom, top) = (70.0, H - 40.0, 40.0);
+    let plot_h = bottom - top;
+    let group_w = (W - left - 20.0) / groups.len().max(1) as f64;
+    let bar_w = group_w * 0.8 / modes.len().max(1) as f64;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    for k in 0..=4 {
+        let v = max * k as f64 / 4.0;
+        let y = bottom - plot_h * k as f64 / 4.0;
+        let _ = write!(
+            o,
+            r##"<line x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
+            W - 20.0,
+            left - 6.0,
+            y + 4.0
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(unit)
+    );
+    for (g, name) in groups.iter().enumerate() {
+        let gx = left + group_w * g as f64 + group_w * 0.1;
+        for (m, mode) in modes.iter().enumerate() {
+            let reps = values
+                .get(g)
+                .and_then(|v| v.get(m))
+                .map_or(&[][..], |v| &v[..]);
+            if reps.is_empty() {
+                continue;
+            }
+            let x = gx + bar_w * m as f64;
+            let med = median(reps);
+            let h = plot_h * med / max;
+            let _ = write!(
+                o,
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{} {}: median {med:.0} {}</title></rect>"#,
+                bottom - h,
+                bar_w * 0.9,
+                COLORS[m % COLORS.len()],
+                esc(name),
+                esc(mode),
+                esc(unit)
+            );
+            for r in reps {
+                let _ = write!(
+                    o,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="black"/>"#,
+                    x + bar_w * 0.45,
+                    bottom - plot_h * r / max
+                );
+            }
+        }
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            gx + group_w * 0.4,
+            bottom + 16.0,
+            esc(name)
+        );
+    }
+    for (m, mode) in modes.iter().enumerate() {
+        let x = left + 10.0 + 120.0 * m as f64;
+        let _ = write!(
+            o,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            H - 14.0,
+            COLORS[m % COLORS.len()],
+            x + 14.0,
+            H - 5.0,
+            esc(mode)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// Rows are CPUs, columns are samples over time; a cell's shade is its receive work as a
+/// share of the CPU (`cells[t][cpu]` in ms per second, 1000 = the whole CPU).
+pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
+    let cpus = cells.iter().map(Vec::len).max().unwrap_or(0);
+    let left = 60.0;
+    let cell_w = ((W - left - 20.0) / cells.len().max(1) as f64).min(40.0);
+    let cell_h = (20.0f64).min(220.0 / cpus.max(1) as f64);
+    let height = 60.0 + cell_h * cpus as f64 + 30.0;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    for cpu in 0..cpus {
+        let y = 40.0 + cell_h * cpu as f64;
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">CPU {cpu}</text>"#,
+            left - 6.0,
+            y + cell_h * 0.7
+        );
+        for (t, col) in cells.iter().enumerate() {
+            let v = col.get(cpu).copied().unwrap_or(0.0);
+            let share = (v / 1000.0).clamp(0.0, 1.0);
+            let _ = write!(
+                o,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>CPU {cpu}, sample {t}: {v:.0} ms/s</title></rect>"#,
+                left + cell_w * t as f64,
+                cell_w,
+                cell_h,
+                shade(share)
+            );
+        }
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{left}" y="{:.1}">time (one column per sample) - shade: receive work, NET_RX softirq + receive kthreads, share of the CPU (white 0, dark red 100%)</text></svg>"#,
+        height - 10.0
+    );
+    o.push('\n');
+    o
+}
+
+/// White through yellow and red to dark red.
+fn shade(share: f64) -> String {
+    let r = 255.0 - 115.0 * (share - 0.5).max(0.0) * 2.0;
+    let g = 255.0 * (1.0 - share).powf(0.8);
+    let b = 255.0 * (1.0 - share * 2.0).max(0.0);
+    format!("rgb({:.0},{:.0},{:.0})", r, g, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_show_medians_and_every_repetition() {
+        let v = vec![
+            vec![vec![100.0, 300.0, 200.0], vec![50.0]],
+            vec![vec![400.0], vec![]],
+        ];
+        let s = bars(
+            "req/s",
+            "req/s",
+            &["HTTP", "ZAP"],
+            &["untuned", "cpumap"],
+            &v,
+        );
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
+        assert!(s.contains("HTTP untuned: median 200 req/s"), "{s}");
+        assert!(s.contains("ZAP untuned: median 400 req/s"));
+        assert_eq!(s.matches("<circle").count(), 5, "one dot per repetition");
+        assert!(!s.contains("ZAP cpumap"), "no bar without figures");
+    }
+
+    #[test]
+    fn heatmap_has_a_cell_per_cpu_and_sample() {
+        let s = heatmap("cpumap <receive>", &[vec![0.0, 1000.0], vec![500.0, 250.0]]);
+        assert_eq!(s.matches("<rect x=").count(), 4);
+        assert!(s.contains("CPU 1, sample 0: 1000 ms/s"));
+        assert!(s.contains("cpumap &lt;receive&gt;"), "escaped");
+        assert_eq!(shade(0.0), "rgb(255,255,255)");
+        assert_ne!(shade(1.0), shade(0.5));
+    }
+
+    #[test]
+    fn median_of_odd_even_and_none() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[1.0, 2.0]), 1.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+}
