@@ -1,16 +1,26 @@
-//! `rxsteer compare` as a user runs it: one short repetition of untuned, RPS and cpumap in the
-//! lab, with rxsteer serve driven by rxload (built beside rxsteer by `cargo xtask test`).
-//! Needs root.
+//! `rxsteer compare` (what `cargo xtask run` runs) as a user runs it: one short repetition of
+//! untuned, RPS and cpumap for HTTP and ZAP in the lab, with rxsteer serve driven by rxload
+//! (built beside rxsteer by `cargo test`). Needs root.
+mod common;
+
 use serde_json::Value;
 use std::process::Command;
 
 const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
 
+/// The lab's namespaces have fixed names: one comparison at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
-fn one_repetition_of_every_mode_measures_and_leaves_nothing() {
+fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-{}", std::process::id()));
     let out = Command::new(RXSTEER)
-        .args(["compare", "-d", "1", "--reps", "1", "-c", "8", "--out"])
+        .args([
+            "compare", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8",
+        ])
+        .arg("--out")
         .arg(&out_dir)
         .output()
         .unwrap();
@@ -19,13 +29,36 @@ fn one_repetition_of_every_mode_measures_and_leaves_nothing() {
     let run: Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
     let rows = run["runs"].as_array().unwrap();
-    let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
-    assert_eq!(modes, ["none", "rps", "cpumap"]);
+    let got: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["mode"].as_str().unwrap(), r["proto"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("none", "http"),
+            ("none", "zap"),
+            ("rps", "http"),
+            ("rps", "zap"),
+            ("cpumap", "http"),
+            ("cpumap", "zap")
+        ]
+    );
+    let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
     for r in rows {
         assert!(r["req_per_s"].as_f64().unwrap() > 100.0, "{r}");
+        assert_eq!(r["error_total"], 0, "{r}");
+        assert_eq!(r["xdp_mode"], "drv", "{r}");
+        assert!(r["measured_s"].as_f64().unwrap() > 0.4, "{r}");
+        // cpumap arrivals are counted on the target CPU in cpumap mode, and only there.
+        let arrived = r["cpumap_arrived_per_s"][target].as_f64().unwrap();
+        if r["mode"] == "cpumap" {
+            assert!(arrived > 100.0, "{r}");
+        } else {
+            assert_eq!(arrived, 0.0, "{r}");
+        }
     }
     // cpumap moves receive work onto the steering target: more there than untuned put there.
-    let target = run["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
     let recv = |mode: &str| {
         rows.iter().find(|r| r["mode"] == mode).unwrap()["receive_ms_per_s"][target]
             .as_f64()
@@ -37,28 +70,121 @@ fn one_repetition_of_every_mode_measures_and_leaves_nothing() {
         recv("cpumap"),
         recv("none")
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ratios to untuned, same repetition"));
-    // The report is rendered from the stored files.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("rep 0 ZAP: untuned") && stdout.contains("ratios to untuned"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains("measure") && err.contains("req/s"),
+        "a line per interval: {err}"
+    );
+    for f in [
+        "report.md",
+        "throughput.svg",
+        "p99.svg",
+        "heatmap-none.svg",
+        "heatmap-rps.svg",
+        "heatmap-cpumap.svg",
+        "rxload-cpumap-zap-rep0.json",
+        "latency-rps-http-rep0.hgrm",
+        "live-none-zap-rep0.jsonl",
+        "samples-cpumap-http-rep0.jsonl",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f} stored");
+    }
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(
-        report.contains("| XDP cpumap |") && report.contains("RPS / untuned ranged"),
+        report.contains("### ZAP") && report.contains("| XDP cpumap | HTTP/1.1 |"),
         "{report}"
     );
+    assert!(run["environment"]["before"]["loadavg"].is_array());
     if run["cpus"].as_u64().unwrap() < 4 {
         assert!(
             err.contains("not a gain"),
-            "the small-machine caveat is said: {err}"
+            "the small-machine caveat: {err}"
         );
+        assert!(report.contains("not a gain"));
     }
-    // Nothing left: no lab namespace, no tuning state.
-    let ns = String::from_utf8_lossy(
-        &Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .into_owned();
-    assert!(!ns.contains("rxs-lab-"), "{ns}");
+    // `rxsteer report DIR` re-renders the same page from the stored files.
+    std::fs::remove_file(out_dir.join("report.md")).unwrap();
+    let again = Command::new(RXSTEER)
+        .arg("report")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("report.md")).unwrap(),
+        report
+    );
+    assert_eq!(common::host_state(), before, "the host is left as found");
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn one_mode_one_protocol_and_bad_flags_named() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare1-{}", std::process::id()));
+    let out = Command::new(RXSTEER)
+        .args([
+            "compare",
+            "--steer",
+            "cpumap",
+            "--proto",
+            "zap",
+            "--scenario",
+            "rpc",
+            "-d",
+            "1s",
+            "--reps",
+            "1",
+            "-c",
+            "4",
+            "--no-tui",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    let rows = run["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0]["mode"].as_str(), rows[0]["proto"].as_str()),
+        (Some("cpumap"), Some("zap"))
+    );
+    assert_eq!(run["scenario"], "rpc");
+    let _ = std::fs::remove_dir_all(&out_dir);
+
+    for (args, needle) in [
+        (vec!["--steer", "fast"], "invalid value 'fast' for '--steer"),
+        (vec!["--proto", "quic"], "invalid value 'quic' for '--proto"),
+        (vec!["-d", "five"], "\"five\" is not a duration"),
+        (
+            vec!["--loader", "external"],
+            "--loader and --target-ip go with --iface",
+        ),
+        (vec!["--iface", "rxnosuch0"], "\"rxnosuch0\" does not exist"),
+        (vec!["--loader", "ftp://x"], "--loader \"ftp://x\""),
+        (
+            vec!["--rx-cpu", "4096"],
+            "CPU 4096 in --rx-cpu is not online",
+        ),
+    ] {
+        let out = Command::new(RXSTEER)
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
 }

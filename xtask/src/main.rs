@@ -36,10 +36,11 @@ enum Task {
         #[arg(value_enum, default_value = "all")]
         which: Which,
     },
-    /// The main job: build, then compare untuned, RPS and cpumap in the embedded veth lab
-    /// (`rxsteer compare`); arguments after `run` go to it (e.g. -d 5 --reps 3). Needs root.
+    /// The main job: build, then compare untuned, RPS and cpumap for HTTP and ZAP
+    /// (`rxsteer compare`): in the embedded veth lab, or on a real NIC with --iface. Other
+    /// arguments go to it (e.g. --steer cpumap -d 5s --reps 3 --no-tui). Needs root.
     Run {
-        /// A real NIC instead of the lab (not built yet).
+        /// A real NIC instead of the lab (the load: --loader local|external).
         #[arg(long)]
         iface: Option<String>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -105,12 +106,6 @@ fn real_main() -> Result<()> {
             tested.and(clean)
         }
         Task::Run { iface, args } => {
-            if let Some(iface) = iface {
-                anyhow::bail!(
-                    "--iface {iface}: runs on a real NIC are not built yet; `rxsteer top --iface \
-                     {iface}` observes one, and `cargo xtask run` without --iface runs the lab"
-                );
-            }
             build_ebpf(&paths)?;
             cmd::run(
                 "build rxsteer",
@@ -122,6 +117,7 @@ fn real_main() -> Result<()> {
                 "rxsteer compare",
                 std::process::Command::new(paths.root.join("target/release/rxsteer"))
                     .arg("compare")
+                    .args(iface.iter().flat_map(|i| ["--iface", i.as_str()]))
                     .args(args)
                     .current_dir(&paths.root),
             )

@@ -80,12 +80,11 @@ pub fn summary(run: &Value) -> Result<String> {
             write!(o, "rep {rep} {}:", proto_label(p))?;
             for m in &modes {
                 if let Some(r) = find(rows, rep, m, p) {
-                    write!(
-                        o,
-                        " {} {:.0} req/s",
-                        label(m),
-                        r["req_per_s"].as_f64().unwrap_or(0.0)
-                    )?;
+                    let Some(rps) = r["req_per_s"].as_f64() else {
+                        write!(o, " {} observed (external load, no req/s);", label(m))?;
+                        continue;
+                    };
+                    write!(o, " {} {rps:.0} req/s", label(m))?;
                     if *m != "none" {
                         if let Some(x) = ratios(&rows[..], m, p).get(rep as usize) {
                             write!(o, " ({x:.2}x)")?;
@@ -184,7 +183,12 @@ pub fn render(run: &Value) -> Result<String> {
             let mut errors = 0;
             for m in &modes {
                 let r = find(rows, rep, m, p);
-                let rps = r.and_then(|r| r["req_per_s"].as_f64()).unwrap_or(0.0);
+                let Some(rps) = r.and_then(|r| r["req_per_s"].as_f64()) else {
+                    // An external load: observed, not measured here.
+                    write!(o, " - |")?;
+                    p99.push("-".into());
+                    continue;
+                };
                 p99.push(r.map_or("-".into(), |r| r["p99_us"].to_string()));
                 errors += r.and_then(|r| r["error_total"].as_u64()).unwrap_or(0);
                 match (*m, find(rows, rep, "none", p)) {
@@ -428,6 +432,22 @@ mod tests {
             "{md}"
         );
         assert!(!summary(&v).unwrap().contains("ratios"));
+    }
+
+    #[test]
+    fn an_external_load_is_observed_not_given_a_rate() {
+        let mut r = row(0, "cpumap", "http", 0.0, [1.0, 2.0]);
+        r["req_per_s"] = Value::Null;
+        r["p99_us"] = Value::Null;
+        let v = serde_json::json!({"cpus": 2, "runs": [r]});
+        assert!(summary(&v)
+            .unwrap()
+            .contains("XDP cpumap observed (external load, no req/s)"));
+        assert!(
+            render(&v).unwrap().contains("| 0 | - | - | 0 |"),
+            "{}",
+            render(&v).unwrap()
+        );
     }
 
     #[test]

@@ -85,3 +85,65 @@ pub fn tcp_exchanges(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, rounds: u32,
 pub fn online_cpus() -> Vec<u32> {
     rxsteer_tune::cpus::online_cpus().unwrap()
 }
+
+/// What rxsteer may change on the host, as text: namespaces, XDP in this namespace, every
+/// RPS/RFS/XPS file, the global sysctls the tuning profiles touch, and rxsteer's state files.
+/// Equal before and after = the host was left as found.
+pub fn host_state() -> Vec<String> {
+    let run = |prog: &str, args: &[&str]| {
+        String::from_utf8_lossy(
+            &std::process::Command::new(prog)
+                .args(args)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned()
+    };
+    let mut state = vec![
+        format!("netns: {}", run("ip", &["netns", "list"])),
+        format!(
+            "xdp: {}",
+            run("ip", &["-o", "link", "show"])
+                .lines()
+                .filter(|l| l.contains(" xdp"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    ];
+    let mut files: Vec<String> = Vec::new();
+    for dev in std::fs::read_dir("/sys/class/net").unwrap().flatten() {
+        let queues = dev.path().join("queues");
+        for q in std::fs::read_dir(&queues).into_iter().flatten().flatten() {
+            for f in ["rps_cpus", "rps_flow_cnt", "xps_cpus"] {
+                files.push(q.path().join(f).display().to_string());
+            }
+        }
+    }
+    for k in [
+        "netdev_max_backlog",
+        "rps_sock_flow_entries",
+        "netdev_budget",
+        "netdev_budget_usecs",
+        "rmem_max",
+        "wmem_max",
+        "somaxconn",
+    ] {
+        files.push(format!("/proc/sys/net/core/{k}"));
+    }
+    files.sort();
+    for f in files {
+        if let Ok(v) = std::fs::read_to_string(&f) {
+            state.push(format!("{f} = {}", v.trim()));
+        }
+    }
+    let mut runs: Vec<String> = std::fs::read_dir("/run/rxsteer")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    state.push(format!("state files: {runs:?}"));
+    state
+}

@@ -1,0 +1,160 @@
+//! `rxsteer compare --iface IF` as on a real NIC: a namespace plays the server host, its veth
+//! plays the NIC, and a second namespace plays the machine the load comes from. With
+//! `--loader local` rxsteer drives the load itself; with `--loader external` it only observes
+//! while someone else (here the test, with rxload) drives it. Needs root.
+mod common;
+
+use rxsteer::netns::VethLab;
+use serde_json::Value;
+use std::{
+    io::{BufRead, BufReader},
+    net::{SocketAddr, TcpStream},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
+
+fn rxload() -> String {
+    std::path::Path::new(RXSTEER)
+        .with_file_name("rxload")
+        .display()
+        .to_string()
+}
+
+fn nic_lab() -> VethLab {
+    let lab = common::lab('n');
+    // Native-XDP cpumap redirect on veth needs the sender's TX checksum offload off.
+    let out = lab
+        .client
+        .command("ethtool")
+        .args(["-K", &lab.client_dev, "tx", "off"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab
+}
+
+fn read_run(dir: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
+    let lab = nic_lab();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args(["compare", "--iface", &lab.server_dev, "--loader", "local"])
+        .args([
+            "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("never crosses"),
+        "the local-loader caveat: {err}"
+    );
+    let run = read_run(&out_dir);
+    assert_eq!(run["setup"]["kind"], "iface");
+    assert_eq!(run["setup"]["iface"], lab.server_dev.as_str());
+    let row = &run["runs"][0];
+    assert!(row["req_per_s"].as_f64().unwrap() > 100.0, "{row}");
+    assert_eq!(row["error_total"], 0);
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("interface `{}`", lab.server_dev)),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
+    let lab = nic_lab();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-e-{}", std::process::id()));
+    let mut compare = lab
+        .server
+        .command(RXSTEER)
+        .args([
+            "compare",
+            "--iface",
+            &lab.server_dev,
+            "--loader",
+            "external",
+        ])
+        .args([
+            "--steer", "cpumap", "--proto", "http", "-d", "2s", "--warmup", "0s", "--reps", "1",
+        ])
+        .args(["--no-tui", "--out"])
+        .arg(&out_dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let errs = compare.stderr.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        BufReader::new(errs)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    // The "other machine" waits for rxsteer's server, then drives HTTP at it for longer than
+    // the observed window.
+    let target = SocketAddr::from((lab.server_ip, 8080));
+    let up = lab
+        .client
+        .spawn(None, move || {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_err() {
+                anyhow::ensure!(Instant::now() < deadline, "the server never came up");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap();
+    up.unwrap();
+    let load = lab
+        .client
+        .command(&rxload())
+        .arg(format!("http://{}:8080", lab.server_ip))
+        .args(["-c", "8", "-t", "1", "-d", "4s", "--warmup", "0s"])
+        .output()
+        .unwrap();
+    let status = compare.wait().unwrap();
+    let err = lines.join().unwrap().join("\n");
+    assert!(status.success(), "{err}");
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    assert!(err.contains("only observes"), "{err}");
+    let run = read_run(&out_dir);
+    let row = &run["runs"][0];
+    assert!(row["req_per_s"].is_null(), "rxsteer drove nothing: {row}");
+    let packets: f64 = row["packets_per_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    assert!(packets > 1000.0, "the external load was observed: {row}");
+    let arrived: f64 = row["cpumap_arrived_per_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    assert!(arrived > 1000.0, "and steered through the cpumap: {row}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
