@@ -75,6 +75,26 @@ fn install_missing(step: &str, wanted: &[(&str, &str)], did: &mut Vec<String>) -
         .filter(|(bin, _)| !on_path(bin) && !Path::new("/usr/sbin").join(bin).exists())
         .map(|&(_, pkg)| pkg)
         .collect();
+    apt_install(step, &missing, did)
+}
+
+/// Installs the Debian packages that dpkg does not list as installed (for packages that ship
+/// no command to look for, such as a cross libc).
+pub fn install_packages(step: &str, pkgs: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = pkgs
+        .iter()
+        .copied()
+        .filter(|p| {
+            !Command::new("dpkg")
+                .args(["-s", p])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    apt_install(step, &missing, &mut Vec::new())
+}
+
+fn apt_install(step: &str, missing: &[&str], did: &mut Vec<String>) -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
@@ -95,7 +115,7 @@ fn install_missing(step: &str, wanted: &[(&str, &str)], did: &mut Vec<String>) -
         "step packages (apt-get install)",
         Command::new("apt-get")
             .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(&missing)
+            .args(missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     did.push(format!("installed {}", missing.join(" ")));

@@ -1,6 +1,7 @@
 //! `cargo xtask`: prerequisites, builds and tests for rxsteer.
 mod bench;
 mod cmd;
+mod cross;
 mod ensure;
 mod leftovers;
 
@@ -21,8 +22,12 @@ enum Task {
     Ensure,
     /// Build the eBPF object (after `ensure`).
     BuildEbpf,
-    /// Build the eBPF object and the workspace (release).
-    Build,
+    /// Build the eBPF object and the workspace (release); with --target, rxsteer and rxload
+    /// cross-built for that target (aarch64-unknown-linux-gnu for GB10).
+    Build {
+        #[arg(long)]
+        target: Option<String>,
+    },
     /// Build everything and run the whole test suite (privileged tests need root).
     Test {
         /// Passed to `cargo test` after `--` (a test name filter, --nocapture, ...).
@@ -80,7 +85,7 @@ fn real_main() -> Result<()> {
     match cli.task {
         Task::Ensure => ensure::ensure(&paths),
         Task::BuildEbpf => build_ebpf(&paths),
-        Task::Build => {
+        Task::Build { target: None } => {
             build_ebpf(&paths)?;
             cmd::run(
                 "build workspace",
@@ -89,16 +94,25 @@ fn real_main() -> Result<()> {
                     .current_dir(&paths.root),
             )
         }
+        Task::Build {
+            target: Some(target),
+        } => {
+            build_ebpf(&paths)?;
+            cross::build(&paths, &target).map(|_| ())
+        }
         Task::Test { args } => {
             build_ebpf(&paths)?;
             if !cmd::is_root() {
                 eprintln!("xtask test: not root: the XDP, tracepoint and netns tests will fail");
             }
+            // The aarch64 binaries, for the test that runs them under qemu-user.
+            let aarch64 = cross::build(&paths, cross::AARCH64)?;
             let tested = cmd::run(
                 "test",
                 cmd::cargo(None)
                     .args(["test", "--workspace", "--"])
                     .args(args)
+                    .env("RXSTEER_AARCH64_BIN", aarch64)
                     .current_dir(&paths.root),
             );
             // Even when tests fail: say what they left on the machine.
