@@ -58,6 +58,19 @@ impl HttpError {
     }
 }
 
+/// A Content-Length value: digits only (RFC 9110 8.6: `1*DIGIT`), surrounding blanks allowed,
+/// no sign and no overflow. Rust's integer parsing alone would take "+5": two parsers that
+/// disagree on a length are a request-smuggling seam.
+pub fn content_length(v: &[u8]) -> Option<usize> {
+    let v = v.trim_ascii();
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    v.iter().try_fold(0usize, |n, d| {
+        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+    })
+}
+
 /// Parses the request at the front of `buf`. `Ok(None)`: incomplete, read more.
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Request<'a>>, HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -74,19 +87,16 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
     if head > limits.max_header_bytes {
         return Err(HttpError::HeadersTooLarge);
     }
-    let mut content_length: Option<usize> = None;
+    let mut length: Option<usize> = None;
     let mut content_type = None;
     let mut close = req.version == Some(0);
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .ok_or(HttpError::Malformed)?;
-            if content_length.is_some_and(|c| c != n) {
+            let n = content_length(h.value).ok_or(HttpError::Malformed)?;
+            if length.is_some_and(|c| c != n) {
                 return Err(HttpError::Malformed);
             }
-            content_length = Some(n);
+            length = Some(n);
         } else if h.name.eq_ignore_ascii_case("content-type") {
             content_type = Some(h.value);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -99,7 +109,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
             }
         }
     }
-    let len = content_length.unwrap_or(0);
+    let len = length.unwrap_or(0);
     if len > limits.max_body {
         return Err(HttpError::BodyTooLarge);
     }
@@ -173,20 +183,16 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<Response<'_>>, HttpError> {
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| {
-            std::str::from_utf8(h.value)
-                .ok()?
-                .trim()
-                .parse::<usize>()
-                .ok()
-        })
+        .and_then(|h| content_length(h.value))
         .ok_or(HttpError::Malformed)?;
-    let Some(body) = buf.get(head..head + len) else {
+    // The length is the peer's word: a huge one must not wrap the end offset around.
+    let end = head.checked_add(len).ok_or(HttpError::Malformed)?;
+    let Some(body) = buf.get(head..end) else {
         return Ok(None);
     };
     Ok(Some(Response {
         status: resp.code.ok_or(HttpError::Malformed)?,
         body,
-        consumed: head + len,
+        consumed: end,
     }))
 }

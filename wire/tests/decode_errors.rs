@@ -267,3 +267,38 @@ fn rpc_json_round_trip_and_errors() {
         RpcError::Account
     );
 }
+
+#[test]
+fn content_length_is_digits_only_and_never_overflows() {
+    use rxsteer_wire::http1::{content_length, parse_response};
+    assert_eq!(content_length(b"0"), Some(0));
+    assert_eq!(content_length(b" 42 "), Some(42));
+    for bad in [
+        &b""[..],
+        b"+5",
+        b"-1",
+        b"4 2",
+        b"0x10",
+        b"1e3",
+        b"18446744073709551616",
+    ] {
+        assert_eq!(
+            content_length(bad),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    // Found by fuzzing rxload's response parser: a length near usize::MAX wrapped the end of
+    // the body around (a panic with overflow checks on).
+    let huge = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n";
+    assert!(matches!(parse_response(huge), Err(HttpError::Malformed)));
+    let signed = b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok";
+    assert!(matches!(parse_response(signed), Err(HttpError::Malformed)));
+    // The server side refuses a signed length instead of reading it as 5.
+    let req = b"POST /echo HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello";
+    assert_eq!(
+        parse_request(req, &Limits::default()).unwrap_err(),
+        HttpError::Malformed
+    );
+}

@@ -6,7 +6,7 @@ use std::{path::PathBuf, process::Stdio};
 use crate::{cmd, ensure::Paths};
 
 /// results/<date>-<host>-<name>/, created fresh.
-fn run_dir(paths: &Paths, name: &str) -> Result<PathBuf> {
+pub fn run_dir(paths: &Paths, name: &str) -> Result<PathBuf> {
     let date = cmd::output(
         "bench (date)",
         std::process::Command::new("date").arg("+%Y-%m-%d"),

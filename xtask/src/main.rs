@@ -3,6 +3,7 @@ mod bench;
 mod cmd;
 mod cross;
 mod ensure;
+mod fuzz;
 mod leftovers;
 
 use anyhow::Result;
@@ -36,6 +37,8 @@ enum Task {
     },
     /// rustfmt check and clippy with warnings denied, on the workspace and the eBPF crate.
     Lint,
+    /// Run the cargo-fuzz targets (installs cargo-fuzz; nightly), bounded in time or runs.
+    Fuzz(fuzz::FuzzArgs),
     /// Run a benchmark and store its raw output under results/ (xdp needs root).
     Bench {
         #[arg(value_enum, default_value = "all")]
@@ -170,6 +173,7 @@ fn real_main() -> Result<()> {
             }
             Ok(())
         }
+        Task::Fuzz(args) => fuzz::run(&paths, &args),
         Task::Lint => {
             build_ebpf(&paths)?;
             cmd::run(

@@ -1,0 +1,224 @@
+//! `cargo xtask fuzz`: the cargo-fuzz (libFuzzer) targets in `fuzz/`, each run for a bounded
+//! time or number of executions from a corpus seeded with the golden vectors, real requests
+//! and responses, and real frames. libFuzzer's malloc limit makes an unbounded allocation a
+//! failure like a crash. Each target's executions, time, peak RSS and verdict are printed
+//! (and stored under results/ with --store); a crash leaves its input in target/fuzz/artifacts.
+use anyhow::{bail, Context, Result};
+use std::{fmt::Write as _, process::Command};
+
+use crate::{cmd, ensure::Paths};
+use rxsteer_common::frames::{arp, Ip, Spec};
+
+const CARGO_FUZZ_VERSION: &str = "0.13.1";
+pub const TARGETS: [&str; 5] = [
+    "zaphttp_frame",
+    "native_record",
+    "http1_request",
+    "rxload_response",
+    "packet",
+];
+
+#[derive(clap::Args, Debug)]
+pub struct FuzzArgs {
+    /// Seconds per target (libFuzzer -max_total_time).
+    #[arg(long, default_value = "30")]
+    pub seconds: u64,
+    /// Stop each target after this many executions instead (libFuzzer -runs).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Store the figures under results/<date>-fuzz/.
+    #[arg(long)]
+    pub store: bool,
+    /// Targets to run (default: all).
+    pub targets: Vec<String>,
+}
+
+fn ensure_cargo_fuzz(paths: &Paths) -> Result<std::path::PathBuf> {
+    let bin = paths.tools.join("bin/cargo-fuzz");
+    let version = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if !version.contains(CARGO_FUZZ_VERSION) {
+        eprintln!(
+            "xtask fuzz: installing cargo-fuzz {CARGO_FUZZ_VERSION} into {}",
+            paths.tools.display()
+        );
+        cmd::run(
+            "fuzz (cargo install cargo-fuzz)",
+            cmd::cargo(None)
+                .args([
+                    "install",
+                    "cargo-fuzz",
+                    "--locked",
+                    "--version",
+                    CARGO_FUZZ_VERSION,
+                    "--root",
+                ])
+                .arg(&paths.tools),
+        )?;
+    }
+    Ok(bin)
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Seeds for one target: what that decoder meets in real use.
+fn seeds(paths: &Paths, target: &str) -> Result<Vec<Vec<u8>>> {
+    let golden = paths.root.join("../shared/spec/golden");
+    let wire = |name: &str| -> Result<Vec<u8>> {
+        let p = golden.join(format!("{name}.wire.hex"));
+        Ok(hex(
+            &std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?
+        ))
+    };
+    Ok(match target {
+        "zaphttp_frame" => ["req_get_health_host", "req_post_rpc_json", "req_zapload_rpc", "upstream_v03_goldenRequest", "upstream_v03_goldenEmptyRequest"]
+            .iter()
+            .map(|n| wire(n))
+            .collect::<Result<_>>()?,
+        // The native records travel without the length prefix.
+        "native_record" => vec![wire("native_rpc_req")?[4..].to_vec(), wire("native_rpc_resp")?[4..].to_vec()],
+        "http1_request" => vec![
+            b"GET /health HTTP/1.1\r\nHost: 10.0.0.1:8080\r\n\r\n".to_vec(),
+            b"POST /rpc HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 103\r\n\r\n{\"method\":\"eth_getBalance\",\"account\":\"0x00112233445566778899aabbccddeeff00112233\",\"block\":68943,\"id\":1}".to_vec(),
+            b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcdGET /health HTTP/1.1\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec(),
+        ],
+        "rxload_response" => vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 130\r\n\r\n{\"id\":1,\"balance\":1000000000000000000,\"nonce\":42,\"blockHash\":\"0x00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}".to_vec(),
+            wire("resp_200_ok")?,
+            wire("resp_zapload_rpc")?,
+            wire("upstream_v03_goldenTrailerResponse")?,
+        ],
+        "packet" => [
+            Spec::tcp(Ip::V4, 40000, 8080).build(),
+            Spec::tcp(Ip::V6, 40000, 9653).data(82).build(),
+            Spec::tcp(Ip::V4, 40000, 8080).data(64).build().with_vlan(2),
+            Spec::udp(Ip::V4, 5353, 53).build(),
+            arp(),
+        ]
+        .iter()
+        .map(|f| f.as_bytes().to_vec())
+        .collect(),
+        other => bail!("unknown fuzz target {other:?} (targets: {})", TARGETS.join(", ")),
+    })
+}
+
+/// One target's outcome, from libFuzzer's final statistics.
+struct Outcome {
+    target: String,
+    ok: bool,
+    runs: u64,
+    seconds: f64,
+    peak_rss_mb: u64,
+}
+
+fn stat(log: &str, key: &str) -> u64 {
+    log.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim_start_matches(':').trim().parse().ok())
+        .unwrap_or(0)
+}
+
+pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
+    let cargo_fuzz = ensure_cargo_fuzz(paths)?;
+    let targets: Vec<String> = if args.targets.is_empty() {
+        TARGETS.iter().map(|t| t.to_string()).collect()
+    } else {
+        args.targets.clone()
+    };
+    let work = paths.root.join("target/fuzz");
+    let mut outcomes = Vec::new();
+    for t in &targets {
+        let corpus = work.join("corpus").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        for (i, s) in seeds(paths, t)?.iter().enumerate() {
+            std::fs::write(corpus.join(format!("seed-{i}")), s)?;
+        }
+        let artifacts = work.join("artifacts").join(t);
+        std::fs::create_dir_all(&artifacts)?;
+        let limit = match args.runs {
+            Some(n) => format!("-runs={n}"),
+            None => format!("-max_total_time={}", args.seconds),
+        };
+        let started = std::time::Instant::now();
+        let out = Command::new(&cargo_fuzz)
+            .env("RUSTUP_TOOLCHAIN", crate::ensure::EBPF_TOOLCHAIN)
+            .env_remove("CARGO_TARGET_DIR")
+            .args(["fuzz", "run", "--fuzz-dir"])
+            .arg(paths.root.join("fuzz"))
+            .arg("--target-dir")
+            .arg(&work)
+            .arg(t)
+            .arg(&corpus)
+            .arg("--")
+            .arg(&limit)
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .args([
+                "-print_final_stats=1",
+                "-malloc_limit_mb=256",
+                "-rss_limit_mb=1024",
+                "-timeout=10",
+            ])
+            .current_dir(&paths.root)
+            .output()
+            .context("running cargo fuzz")?;
+        let log = String::from_utf8_lossy(&out.stderr);
+        let o = Outcome {
+            target: t.clone(),
+            ok: out.status.success(),
+            runs: stat(&log, "stat::number_of_executed_units"),
+            seconds: started.elapsed().as_secs_f64(),
+            peak_rss_mb: stat(&log, "stat::peak_rss_mb"),
+        };
+        if !o.ok {
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        }
+        eprintln!(
+            "fuzz {:<16} {} runs in {:.0} s, peak RSS {} MiB: {}",
+            o.target,
+            o.runs,
+            o.seconds,
+            o.peak_rss_mb,
+            if o.ok {
+                "no crash"
+            } else {
+                "FAILED (input saved in target/fuzz/artifacts)"
+            }
+        );
+        outcomes.push(o);
+    }
+    let mut report = String::new();
+    for o in &outcomes {
+        writeln!(
+            report,
+            "{:<16} executions {:>12}  seconds {:>6.0}  peak_rss_mb {:>5}  {}",
+            o.target,
+            o.runs,
+            o.seconds,
+            o.peak_rss_mb,
+            if o.ok { "ok" } else { "CRASH" }
+        )?;
+    }
+    let failed = outcomes.iter().filter(|o| !o.ok).count();
+    if args.store {
+        let dir = crate::bench::run_dir(paths, "fuzz")?;
+        std::fs::write(dir.join("output.txt"), &report)?;
+        eprintln!("xtask fuzz: stored in {}", dir.display());
+    }
+    print!("{report}");
+    println!("fuzz: {} passed, {failed} failed", outcomes.len() - failed);
+    if failed > 0 {
+        bail!("{failed} fuzz target(s) failed");
+    }
+    Ok(())
+}
