@@ -10,6 +10,7 @@ use std::{
 };
 
 const IDLE: Duration = Duration::from_millis(500);
+const REQUEST: Duration = Duration::from_millis(1500);
 
 fn server() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
@@ -21,6 +22,7 @@ fn server() -> &'static Server {
             ..ServeConfig::default()
         };
         cfg.conn.idle = IDLE;
+        cfg.conn.request = REQUEST;
         start(cfg).unwrap()
     })
 }
@@ -144,4 +146,48 @@ fn many_idle_connections_do_not_stop_service() {
         .collect();
     still_serving();
     drop(conns);
+}
+
+#[test]
+fn slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline() {
+    for (addr, endless) in [
+        (
+            server().http.unwrap(),
+            b"GET /health HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                .to_vec(),
+        ),
+        (server().zap.unwrap(), {
+            let mut r = Vec::new();
+            encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
+            r
+        }),
+    ] {
+        let mut s = conn(addr);
+        s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let start = Instant::now();
+        // One byte every 200 ms: well inside the idle timeout, so only the request deadline
+        // can close it.
+        let mut closed_after = None;
+        for b in endless.iter().take(40) {
+            if s.write_all(&[*b]).is_err() {
+                closed_after = Some(start.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            let mut probe = [0u8; 1];
+            s.set_nonblocking(true).unwrap();
+            let r = s.read(&mut probe);
+            s.set_nonblocking(false).unwrap();
+            if matches!(r, Ok(0)) {
+                closed_after = Some(start.elapsed());
+                break;
+            }
+        }
+        let took = closed_after.expect("a trickling client was never closed");
+        assert!(
+            took >= REQUEST - Duration::from_millis(300) && took < REQUEST * 3,
+            "closed after {took:?}"
+        );
+    }
+    still_serving();
 }

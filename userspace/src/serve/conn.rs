@@ -9,7 +9,7 @@ use std::{
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
-    time::timeout,
+    time::{timeout, Instant},
 };
 
 use rxsteer_wire::{
@@ -27,6 +27,10 @@ pub struct ConnConfig {
     pub max_frame: usize,
     /// A connection with nothing to read for this long is closed.
     pub idle: Duration,
+    /// A request must arrive whole within this long of its first byte; otherwise the
+    /// connection is closed. The idle timeout alone never closes a slowloris client that
+    /// trickles a byte at a time.
+    pub request: Duration,
     /// Bodies at least this long are not copied into the response buffer: the head and the
     /// body go out in one vectored write. `usize::MAX` always copies.
     pub vectored_min: usize,
@@ -163,10 +167,43 @@ impl ReadBuf {
     }
 }
 
-async fn read_idle(rd: &mut ReadBuf, s: &mut TcpStream, idle: Duration) -> io::Result<usize> {
-    match timeout(idle, rd.read_from(s)).await {
-        Ok(r) => r,
-        Err(_) => Ok(0),
+enum Read {
+    Data,
+    /// The peer closed.
+    Closed,
+    /// Nothing came within the allowed time.
+    TimedOut,
+}
+
+/// One read, bounded by the idle timeout, or by what is left of the request deadline while
+/// part of a request is buffered (`partial_since`).
+async fn read_bounded(
+    rd: &mut ReadBuf,
+    s: &mut TcpStream,
+    cfg: &ConnConfig,
+    partial_since: Option<Instant>,
+) -> io::Result<Read> {
+    let wait = match partial_since {
+        Some(t) => cfg
+            .idle
+            .min((t + cfg.request).saturating_duration_since(Instant::now())),
+        None => cfg.idle,
+    };
+    match timeout(wait, rd.read_from(s)).await {
+        Ok(Ok(0)) => Ok(Read::Closed),
+        Ok(Ok(_)) => Ok(Read::Data),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Ok(Read::TimedOut),
+    }
+}
+
+/// When the request still buffered began: unchanged while no request completed, restarted
+/// when one did and the next one's first bytes are already here, none when the buffer is empty.
+fn partial_after(rd: &ReadBuf, consumed: usize, before: Option<Instant>) -> Option<Instant> {
+    match (rd.data().is_empty(), consumed) {
+        (true, _) => None,
+        (false, 0) => before.or_else(|| Some(Instant::now())),
+        (false, _) => Some(Instant::now()),
     }
 }
 
@@ -175,9 +212,15 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
     let mut rd = ReadBuf::new(cfg.http.max_header_bytes + cfg.http.max_body);
     let mut out = Vec::with_capacity(INITIAL);
     let mut scratch = Vec::with_capacity(1024);
+    let mut partial_since = None;
     loop {
         rd.skip_empty_read(&s);
-        if read_idle(&mut rd, &mut s, cfg.idle).await? == 0 {
+        // Closed or timed out (idle, or a request too slow to arrive): close without a
+        // reply, as nginx does when a client's header times out.
+        if !matches!(
+            read_bounded(&mut rd, &mut s, cfg, partial_since).await?,
+            Read::Data
+        ) {
             return Ok(());
         }
         let mut consumed = 0;
@@ -231,6 +274,7 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
         if close {
             return Ok(());
         }
+        partial_since = partial_after(&rd, consumed, partial_since);
     }
 }
 
@@ -240,9 +284,14 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
     let mut rd = ReadBuf::new(cfg.max_frame + 4);
     let mut out = Vec::with_capacity(INITIAL);
     let mut scratch = Vec::with_capacity(1024);
+    let mut partial_since = None;
     loop {
         rd.skip_empty_read(&s);
-        if read_idle(&mut rd, &mut s, cfg.idle).await? == 0 {
+        // A timeout closes without a reply, as the reference does for frames it cannot take.
+        if !matches!(
+            read_bounded(&mut rd, &mut s, cfg, partial_since).await?,
+            Read::Data
+        ) {
             return Ok(());
         }
         let mut consumed = 0;
@@ -292,6 +341,7 @@ pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -
         if close {
             return Ok(());
         }
+        partial_since = partial_after(&rd, consumed, partial_since);
     }
 }
 

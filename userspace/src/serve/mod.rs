@@ -54,6 +54,7 @@ impl Default for ServeConfig {
                 http: Limits::default(),
                 max_frame: rxsteer_wire::zap::MAX_FRAME,
                 idle: Duration::from_secs(60),
+                request: Duration::from_secs(10),
                 vectored_min: conn::VECTORED_MIN,
             },
             on_worker_start: None,
@@ -201,6 +202,10 @@ pub struct ServeArgs {
     /// Close connections idle this long.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub idle_timeout: Duration,
+    /// A request must arrive whole within this long of its first byte (slow clients that
+    /// trickle bytes are closed).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
 }
 
 pub fn run(args: &ServeArgs) -> Result<()> {
@@ -224,6 +229,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     cfg.conn.max_frame = args.max_frame;
     cfg.conn.http.max_body = args.max_body;
     cfg.conn.idle = args.idle_timeout;
+    cfg.conn.request = args.request_timeout;
     // Handlers before the ready line: a SIGTERM sent as soon as it is seen must find them.
     let stop = crate::top::stop_on_signals()?;
     let server = start(cfg.clone())?;
