@@ -36,6 +36,8 @@ pub struct Bench {
     pub bench: &'static str,
     /// A measuring test run with --nocapture rather than a cargo bench.
     pub is_test: bool,
+    /// Environment for the run (e.g. a longer duration than the test's default).
+    pub env: &'static [(&'static str, &'static str)],
 }
 
 pub const XDP: Bench = Bench {
@@ -43,36 +45,42 @@ pub const XDP: Bench = Bench {
     package: "rxsteer",
     bench: "xdp_ns_per_packet",
     is_test: false,
+    env: &[],
 };
 pub const SERDE: Bench = Bench {
     name: "serde-axis",
     package: "rxsteer-wire",
     bench: "serde_axis",
     is_test: false,
+    env: &[],
 };
 pub const ECHO: Bench = Bench {
     name: "echo-64k-zap-vs-http",
     package: "rxsteer",
     bench: "echo_64k",
     is_test: false,
+    env: &[],
 };
 pub const WORKLOADS: Bench = Bench {
     name: "workloads",
     package: "rxsteer-wire",
     bench: "workloads",
     is_test: false,
+    env: &[],
 };
 pub const NGINX: Bench = Bench {
     name: "health-vs-nginx",
     package: "rxsteer",
     bench: "health_vs_nginx",
     is_test: false,
+    env: &[],
 };
 pub const LOADGEN: Bench = Bench {
     name: "zap-vs-http-and-rxload-vs-wrk",
     package: "rxsteer",
     bench: "loadgen_compare",
     is_test: false,
+    env: &[],
 };
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
@@ -80,6 +88,7 @@ pub const ALLOCS: Bench = Bench {
     package: "rxsteer",
     bench: "zero_alloc",
     is_test: true,
+    env: &[],
 };
 
 /// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder.
@@ -101,6 +110,7 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
         c.args(["bench", "-p", b.package, "--bench", b.bench]);
     }
     let out = c
+        .envs(b.env.iter().copied())
         .env("RXSTEER_BENCH_JSON", dir.join("raw.json"))
         .current_dir(&paths.root)
         .stderr(Stdio::inherit())
@@ -133,3 +143,19 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
     eprintln!("xtask bench: stored in {}", dir.display());
     Ok(())
 }
+/// Good traffic under a hostile barrage, longer than the test's 3 s.
+pub const BARRAGE: Bench = Bench {
+    name: "barrage",
+    package: "rxsteer",
+    bench: "serve_barrage",
+    is_test: true,
+    env: &[("RXSTEER_BARRAGE_SECS", "20")],
+};
+/// 60 s at full load on both transports.
+pub const SOAK: Bench = Bench {
+    name: "soak",
+    package: "rxsteer",
+    bench: "serve_soak",
+    is_test: true,
+    env: &[("RXSTEER_SOAK_SECS", "60")],
+};

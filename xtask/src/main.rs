@@ -72,6 +72,10 @@ enum Which {
     Nginx,
     /// ZAP vs HTTP with rxload, and rxload vs wrk (installs wrk).
     Loadgen,
+    /// Good traffic under a hostile barrage (20 s): success, p99 ratio, peak RSS.
+    Barrage,
+    /// 60 s at full load on both transports: errors, RSS growth, descriptors.
+    Soak,
     All,
 }
 
@@ -166,6 +170,21 @@ fn real_main() -> Result<()> {
                 )?;
                 std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
                 bench::run(&paths, &bench::LOADGEN)?;
+            }
+            if matches!(which, Which::Barrage | Which::Soak | Which::All) {
+                // The tests drive the server with rxload, another package: build it beside.
+                cmd::run(
+                    "build rxload",
+                    cmd::cargo(None)
+                        .args(["build", "--release", "-p", "rxload"])
+                        .current_dir(&paths.root),
+                )?;
+            }
+            if matches!(which, Which::Barrage | Which::All) {
+                bench::run(&paths, &bench::BARRAGE)?;
+            }
+            if matches!(which, Which::Soak | Which::All) {
+                bench::run(&paths, &bench::SOAK)?;
             }
             if matches!(which, Which::Nginx | Which::All) {
                 ensure::packages_for("bench nginx", &[("nginx", "nginx"), ("wrk", "wrk")])?;
