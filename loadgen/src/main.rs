@@ -435,6 +435,16 @@ impl<'a> Report<'a> {
         o
     }
 
+    /// The latency histogram's recorded buckets as [value_us, count] pairs: what another
+    /// program needs to merge several loaders' histograms exactly (same precision, 3 digits).
+    fn buckets(&self) -> Vec<[u64; 2]> {
+        self.stats
+            .latency_us
+            .iter_recorded()
+            .map(|v| [v.value_iterated_to(), v.count_at_value()])
+            .collect()
+    }
+
     fn json(&self) -> serde_json::Value {
         let s = self.stats;
         let lat: serde_json::Map<String, serde_json::Value> = self
@@ -448,7 +458,7 @@ impl<'a> Report<'a> {
             "warmup_s": self.args.warmup.as_secs_f64(), "requests": s.ok, "req_per_s": self.rps(),
             "open_loop": self.args.rate.map(|r| serde_json::json!({"target_per_s": r, "reached": self.rate_reached()})),
             "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "request_wire_bytes": self.request_bytes,
-            "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat},
+            "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat, "histogram": self.buckets()},
             "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "errors": ERROR_KINDS.iter().zip(s.errors).map(|(k, n)| (k.to_string(), n.into())).collect::<serde_json::Map<_, _>>(),
             "client": {"allocs_per_request": self.per_request(self.allocs), "bytes_per_request": self.per_request(self.alloc_bytes),

@@ -15,11 +15,15 @@ const BPF_LINKER_LLVM_MAJORS: [u32; 3] = [21, 22, 23];
 pub const EBPF_TOOLCHAIN: &str = "nightly";
 
 /// Commands the tests and the lab use, and the Debian package of each.
-const PACKAGES: [(&str, &str); 4] = [
+const PACKAGES: [(&str, &str); 7] = [
     ("ip", "iproute2"),
     ("ethtool", "ethtool"),
     ("bpftool", "bpftool"),
     ("taskset", "util-linux"),
+    // ssh:// loaders, and their test (an sshd in a namespace of its own).
+    ("ssh", "openssh-client"),
+    ("ssh-keygen", "openssh-client"),
+    ("sshd", "openssh-server"),
 ];
 
 pub struct Paths {

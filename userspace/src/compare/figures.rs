@@ -95,6 +95,7 @@ pub fn row(rep: u32, mode: Mode, proto: Proto, load: Option<&Value>, tagged: &[T
     json!({
         "rep": rep, "mode": mode.as_str(), "proto": proto.as_str(), "xdp_mode": xdp_mode,
         "req_per_s": load.map_or(Value::Null, |l| l["req_per_s"].clone()),
+        "loaders": load.map_or(Value::Null, |l| l.get("loaders").cloned().unwrap_or(1.into())),
         "requests": load.map_or(Value::Null, |l| l["requests"].clone()),
         "p50_us": q("p50"), "p99_us": q("p99"), "p999_us": q("p99.9"), "max_us": q("max"),
         "errors": errors, "error_total": error_total,

@@ -1,7 +1,9 @@
 //! Who drives the load, and how rxload is started for one protocol: in the lab's client
-//! namespace pinned to the loader CPUs, on this host (`--loader local`), or by someone else
-//! (`--loader external`: rxsteer only observes for the measured time).
+//! namespace pinned to the loader CPUs, on this host (`--loader local`), on other machines
+//! over ssh (`--loader ssh://...`, several at once, merged), or by someone else (`--loader
+//! external`: rxsteer only observes for the measured time).
 use anyhow::{bail, Context, Result};
+use serde_json::Value;
 use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -9,7 +11,9 @@ use std::{
 };
 
 use super::{
+    merge::merge,
     session::{HTTP_PORT, ZAP_PORT},
+    ssh::{parse_dest, SshDest, SshLoaders},
     Proto, Scenario,
 };
 use crate::netns::Netns;
@@ -20,23 +24,47 @@ pub enum Loader<'a> {
     Lab { ns: &'a Netns, cpus: Vec<u32> },
     /// rxload on this host (pinned when CPUs are given).
     Local { cpus: Option<Vec<u32>> },
+    /// rxload on other machines, over ssh.
+    Ssh(SshLoaders),
     /// Someone else drives the load; only observe.
     External,
 }
 
-/// The `--loader` flag's values.
+/// One `--loader` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LoaderArg {
     Local,
     External,
+    Ssh(SshDest),
 }
 
 pub fn parse_loader(s: &str) -> Result<LoaderArg, String> {
     match s {
         "local" => Ok(LoaderArg::Local),
         "external" => Ok(LoaderArg::External),
-        _ => Err(format!("--loader {s:?}: expected local or external")),
+        _ if s.starts_with("ssh://") => parse_dest(s).map(LoaderArg::Ssh),
+        _ => Err(format!(
+            "--loader {s:?}: expected local, external or ssh://[user@]host[:port]"
+        )),
     }
+}
+
+/// The ssh destinations of the --loader values; local and external stand alone.
+pub fn ssh_dests(args: &[LoaderArg]) -> Result<Vec<SshDest>> {
+    let ssh: Vec<SshDest> = args
+        .iter()
+        .filter_map(|a| match a {
+            LoaderArg::Ssh(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect();
+    if !ssh.is_empty() && ssh.len() != args.len() {
+        bail!("--loader local or external cannot be mixed with ssh:// loaders");
+    }
+    if ssh.is_empty() && args.len() > 1 {
+        bail!("--loader local or external is given once");
+    }
+    Ok(ssh)
 }
 
 /// What one load is: everything but where it runs.
@@ -47,7 +75,9 @@ pub struct LoadSpec<'a> {
     pub measure: Duration,
     pub warmup: Duration,
     pub target_ip: &'a str,
-    /// rxload's --json, --hgrm and --live files.
+    /// File-name stem of this load's files (`<mode>-<proto>-rep<N>`).
+    pub base: String,
+    /// rxload's --json, --hgrm and --live files, here.
     pub json: PathBuf,
     pub hgrm: PathBuf,
     pub live: PathBuf,
@@ -61,23 +91,28 @@ impl LoadSpec<'_> {
         }
     }
 
+    /// rxload's arguments, without where its files go.
     fn rxload_args(&self) -> Vec<String> {
-        let secs = |d: Duration| format!("{}ms", d.as_millis());
-        let mut a = vec![
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        vec![
             self.url(),
             "-c".into(),
             self.connections.to_string(),
             "-t".into(),
             "1".into(),
             "-d".into(),
-            secs(self.measure),
+            ms(self.measure),
             "--warmup".into(),
-            secs(self.warmup),
+            ms(self.warmup),
             "--scenario".into(),
             self.scenario.as_str().into(),
             "--live-interval".into(),
             "500ms".into(),
-        ];
+        ]
+    }
+
+    fn local_files(&self) -> Vec<String> {
+        let mut a = Vec::new();
         for (flag, p) in [
             ("--json", &self.json),
             ("--hgrm", &self.hgrm),
@@ -116,41 +151,131 @@ impl Loader<'_> {
                 format!("rxload on this host on CPUs {}", format_cpu_list(c))
             }
             Loader::Local { cpus: None } => "rxload on this host".into(),
+            Loader::Ssh(s) => format!(
+                "rxload over ssh on {}",
+                s.dests
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Loader::External => "an external load (rxsteer only observes)".into(),
         }
     }
 
-    /// Starts the load; `None` when someone else drives it.
-    pub fn spawn(&self, spec: &LoadSpec) -> Result<Option<Child>> {
+    /// Starts the load: every rxload of it (none when someone else drives it).
+    pub fn spawn(&self, spec: &LoadSpec) -> Result<Vec<Child>> {
+        // The live file is followed from the start: it must not hold a previous run's lines.
+        let _ = std::fs::remove_file(&spec.live);
         let rxload = rxload_path()?;
-        let mut cmd = match self {
-            Loader::External => return Ok(None),
+        let local = |mut cmd: Command| -> Result<Vec<Child>> {
+            cmd.args(spec.rxload_args())
+                .args(spec.local_files())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map(|c| vec![c])
+                .with_context(|| format!("starting {}", rxload.display()))
+        };
+        match self {
+            Loader::External => Ok(vec![]),
             Loader::Lab { ns, cpus } => {
                 let mut c = ns.command("taskset");
                 c.args(["-c", &format_cpu_list(cpus)]).arg(&rxload);
-                c
+                local(c)
             }
             Loader::Local { cpus: Some(cpus) } => {
                 let mut c = Command::new("taskset");
                 c.args(["-c", &format_cpu_list(cpus)]).arg(&rxload);
-                c
+                local(c)
             }
-            Loader::Local { cpus: None } => Command::new(&rxload),
-        };
-        // The live file is followed from the start: it must not hold a previous run's lines.
-        let _ = std::fs::remove_file(&spec.live);
-        cmd.args(spec.rxload_args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map(Some)
-            .with_context(|| format!("starting {}", rxload.display()))
+            Loader::Local { cpus: None } => local(Command::new(&rxload)),
+            Loader::Ssh(s) => s
+                .dests
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    // Live lines come back on ssh's stderr: the first loader's feed the screen.
+                    let live = if i == 0 {
+                        spec.live.clone()
+                    } else {
+                        loader_file(&spec.live, i)
+                    };
+                    let mut args = spec.rxload_args();
+                    args.extend([
+                        "--json".into(),
+                        s.remote_json(&spec.base, i),
+                        "--live".into(),
+                        "/dev/stderr".into(),
+                    ]);
+                    let remote = s.remote_rxload();
+                    let mut all: Vec<&str> = vec![&remote];
+                    all.extend(args.iter().map(String::as_str));
+                    s.ssh(d, &all)
+                        .stdout(Stdio::null())
+                        .stderr(std::fs::File::create(&live)?)
+                        .spawn()
+                        .with_context(|| format!("starting rxload on {d}"))
+                })
+                .collect(),
+        }
+    }
+
+    /// After the load: each rxload's exit checked, its result read (fetched and merged for
+    /// ssh loaders), and the merged result stored as `spec.json`. None for an external load.
+    pub fn collect(&self, spec: &LoadSpec, children: &mut [Child]) -> Result<Option<Value>> {
+        for (i, c) in children.iter_mut().enumerate() {
+            let status = c.wait()?;
+            if !status.success() {
+                let why = match self {
+                    Loader::Ssh(_) => {
+                        let f = if i == 0 {
+                            spec.live.clone()
+                        } else {
+                            loader_file(&spec.live, i)
+                        };
+                        std::fs::read_to_string(f)
+                            .unwrap_or_default()
+                            .lines()
+                            .filter(|l| !l.starts_with('{'))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    }
+                    _ => stderr_of(c),
+                };
+                bail!("rxload ({}) failed with {status}: {why}", spec.base);
+            }
+        }
+        match self {
+            Loader::External => Ok(None),
+            Loader::Ssh(s) => {
+                let mut all = Vec::new();
+                for (i, d) in s.dests.iter().enumerate() {
+                    let v = s.fetch(d, &s.remote_json(&spec.base, i))?;
+                    std::fs::write(loader_file(&spec.json, i), serde_json::to_vec_pretty(&v)?)?;
+                    all.push(v);
+                }
+                let merged = merge(&all)?;
+                std::fs::write(&spec.json, serde_json::to_vec_pretty(&merged)?)?;
+                Ok(Some(merged))
+            }
+            _ => read_result(&spec.json).map(Some),
+        }
     }
 }
 
-/// rxload's stderr once it has exited, for an error message.
-pub fn stderr_of(child: &mut Child) -> String {
+/// `x.json` -> `x-loader<i>.json`: one loader's own file beside the merged one.
+fn loader_file(p: &Path, i: usize) -> PathBuf {
+    let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+    let ext = p
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    p.with_file_name(format!("{stem}-loader{i}{ext}"))
+}
+
+/// A child's stderr once it has exited, for an error message.
+fn stderr_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut s = String::new();
     if let Some(mut e) = child.stderr.take() {
@@ -160,8 +285,38 @@ pub fn stderr_of(child: &mut Child) -> String {
 }
 
 /// Reads rxload's JSON; a missing file means it never measured.
-pub fn read_result(json: &Path) -> Result<serde_json::Value> {
+fn read_result(json: &Path) -> Result<Value> {
     let bytes = std::fs::read(json).with_context(|| format!("reading {}", json.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not rxload's JSON", json.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loader_values_and_mixes() {
+        assert_eq!(parse_loader("local").unwrap(), LoaderArg::Local);
+        assert!(matches!(
+            parse_loader("ssh://h").unwrap(),
+            LoaderArg::Ssh(_)
+        ));
+        assert!(parse_loader("ftp://h")
+            .unwrap_err()
+            .contains("expected local, external"));
+        let ssh = |h: &str| parse_loader(&format!("ssh://{h}")).unwrap();
+        assert_eq!(ssh_dests(&[ssh("a"), ssh("b")]).unwrap().len(), 2);
+        assert!(ssh_dests(&[LoaderArg::Local, ssh("a")]).is_err());
+        assert!(ssh_dests(&[LoaderArg::Local, LoaderArg::External]).is_err());
+        assert!(ssh_dests(&[LoaderArg::External]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn per_loader_files_sit_beside_the_merged_one() {
+        assert_eq!(
+            loader_file(Path::new("/r/rxload-none-http-rep0.json"), 1),
+            Path::new("/r/rxload-none-http-rep0-loader1.json")
+        );
+    }
 }

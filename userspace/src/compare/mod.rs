@@ -6,8 +6,10 @@
 //! window. Without `--iface` it runs in the embedded veth lab; with it, on a real interface.
 mod figures;
 mod load;
+mod merge;
 mod screen;
 mod session;
+mod ssh;
 mod watch;
 
 use anyhow::{bail, Context, Result};
@@ -132,10 +134,14 @@ pub struct CompareArgs {
     /// to IF, and the load comes from --loader.
     #[arg(long)]
     pub iface: Option<String>,
-    /// With --iface: local (rxload on this host, to IF's address) or external (someone else
-    /// drives the load to ports 8080/9653; rxsteer only observes for each window).
-    #[arg(long, default_value = "local", value_parser = load::parse_loader)]
-    pub loader: LoaderArg,
+    /// With --iface: local (rxload on this host, to IF's address), ssh://[user@]host[:port]
+    /// (rxload copied to that machine and run there; repeat for several loaders, merged), or
+    /// external (someone else drives ports 8080/9653; rxsteer only observes each window).
+    #[arg(long, value_parser = load::parse_loader)]
+    pub loader: Vec<LoaderArg>,
+    /// An ssh client config for the ssh:// loaders (identity, known hosts, ...): ssh -F FILE.
+    #[arg(long)]
+    pub ssh_config: Option<PathBuf>,
     /// With --iface: the address rxload targets (default: IF's first IPv4 address).
     #[arg(long)]
     pub target_ip: Option<std::net::Ipv4Addr>,
@@ -200,9 +206,12 @@ impl CompareArgs {
     }
 
     fn check(&self) -> Result<()> {
-        if self.iface.is_none() && (self.loader != LoaderArg::Local || self.target_ip.is_some()) {
-            bail!("--loader and --target-ip go with --iface (the lab has its own loader)");
+        if self.iface.is_none()
+            && (!self.loader.is_empty() || self.target_ip.is_some() || self.ssh_config.is_some())
+        {
+            bail!("--loader, --target-ip and --ssh-config go with --iface (the lab has its own loader)");
         }
+        load::ssh_dests(&self.loader)?;
         if self.duration < Duration::from_millis(200) {
             bail!("--duration {:?}: at least 200ms", self.duration);
         }
@@ -310,9 +319,10 @@ fn run_iface(
     stop: &AtomicBool,
 ) -> Result<()> {
     crate::iface::require_up(iface)?;
+    let external = args.loader == [LoaderArg::External];
     let target_ip = match args.target_ip {
         Some(ip) => ip.to_string(),
-        None if args.loader == LoaderArg::External => "0.0.0.0".into(),
+        None if external => "0.0.0.0".into(),
         None => crate::iface::ipv4_of(iface)?.to_string(),
     };
     let targets = roles.steer_targets();
@@ -329,11 +339,20 @@ fn run_iface(
         },
         xdp_mode: "auto".into(),
     };
-    let loader = match args.loader {
-        LoaderArg::Local => Loader::Local {
+    let ssh = load::ssh_dests(&args.loader)?;
+    let loader = if !ssh.is_empty() {
+        // Checked and prepared before anything on this host changes.
+        Loader::Ssh(ssh::SshLoaders::prepare(
+            ssh,
+            args.ssh_config.clone(),
+            &load::rxload_path()?,
+        )?)
+    } else if external {
+        Loader::External
+    } else {
+        Loader::Local {
             cpus: args.loader_cpus.clone().map(|c| c.0),
-        },
-        LoaderArg::External => Loader::External,
+        }
     };
     eprintln!(
         "rxsteer compare: interface {iface}: server CPUs {}, steering targets {}; load: {}",
@@ -400,11 +419,12 @@ fn measure(
                     json: dir.join(format!("rxload-{base}.json")),
                     hgrm: dir.join(format!("latency-{base}.hgrm")),
                     live: dir.join(format!("live-{base}.jsonl")),
+                    base,
                 };
-                let mut child = loader.spawn(&spec)?;
+                let mut children = loader.spawn(&spec)?;
                 let mut tagged = Vec::new();
                 let ended = watch::follow(
-                    child.as_mut(),
+                    &mut children,
                     args.warmup + args.duration,
                     &spec.live,
                     &session.samples,
@@ -412,33 +432,22 @@ fn measure(
                     stop,
                     &mut tagged,
                 )?;
-                let load = match ended {
-                    Ended::Stopped => {
-                        if let Some(c) = child.as_mut() {
-                            let _ = c.kill();
-                            let _ = c.wait();
-                        }
-                        drop(session);
-                        drop(screen);
-                        bail!(
-                            "stopped before the end (q or a signal); everything was restored; \
-                             partial files in {}",
-                            dir.display()
-                        );
+                if let Ended::Stopped = ended {
+                    for c in &mut children {
+                        let _ = c.kill();
+                        let _ = c.wait();
                     }
-                    Ended::Done(Some(status)) if !status.success() => {
-                        let why = child.as_mut().map(load::stderr_of).unwrap_or_default();
-                        bail!(
-                            "rxload ({} {}) failed with {status}: {why}",
-                            mode.as_str(),
-                            proto.as_str()
-                        );
-                    }
-                    Ended::Done(Some(_)) => Some(load::read_result(&spec.json)?),
-                    Ended::Done(None) => None,
-                };
+                    drop(session);
+                    drop(screen);
+                    bail!(
+                        "stopped before the end (q or a signal); everything was restored; \
+                         partial files in {}",
+                        dir.display()
+                    );
+                }
+                let load = loader.collect(&spec, &mut children)?;
                 session.stop()?;
-                figures::store_samples(&dir.join(format!("samples-{base}.jsonl")), &tagged)?;
+                figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
                 let row = figures::row(rep, mode, proto, load.as_ref(), &tagged);
                 let ratio = figures::ratio_to_untuned(&rows, &row);
                 screen.on_done(Done {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use std::{
     io::{BufRead, BufReader, Seek, SeekFrom},
     path::Path,
-    process::{Child, ExitStatus},
+    process::Child,
     sync::{
         atomic::{AtomicBool, Ordering},
         mpsc,
@@ -36,8 +36,9 @@ pub struct Tagged {
 }
 
 pub enum Ended {
-    /// rxload exited (its status), or the external window passed (`None`).
-    Done(Option<ExitStatus>),
+    /// Every rxload exited (their statuses are the loader's to check), or the external
+    /// window passed.
+    Done,
     /// The user or a signal asked to stop.
     Stopped,
 }
@@ -84,9 +85,9 @@ impl Tail {
     }
 }
 
-/// Follows the load until rxload exits (or, with no child, for `window`), or until stopped.
+/// Follows the load until every rxload exits (or, with none, for `window`), or until stopped.
 pub fn follow(
-    load: Option<&mut Child>,
+    load: &mut [Child],
     window: Duration,
     live_file: &Path,
     samples: &mpsc::Receiver<RawSample>,
@@ -97,8 +98,7 @@ pub fn follow(
     let start = Instant::now();
     let mut tail = Tail::new(live_file);
     // With no rxload of ours there is no warm-up line to wait for: all of it is measured.
-    let mut phase: &'static str = if load.is_some() { "warmup" } else { "measure" };
-    let mut load = load;
+    let mut phase: &'static str = if load.is_empty() { "measure" } else { "warmup" };
     loop {
         for line in tail.lines() {
             if let Ok(l) = serde_json::from_str::<LiveLine>(&line) {
@@ -115,14 +115,17 @@ pub fn follow(
         if screen.tick()? || stop.load(Ordering::SeqCst) {
             return Ok(Ended::Stopped);
         }
-        match load.as_deref_mut() {
-            Some(child) => {
-                if let Some(status) = child.try_wait()? {
-                    return Ok(Ended::Done(Some(status)));
-                }
+        let done = if load.is_empty() {
+            start.elapsed() >= window
+        } else {
+            let mut all = true;
+            for c in load.iter_mut() {
+                all &= c.try_wait()?.is_some();
             }
-            None if start.elapsed() >= window => return Ok(Ended::Done(None)),
-            None => {}
+            all
+        };
+        if done {
+            return Ok(Ended::Done);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
