@@ -159,14 +159,24 @@ pub async fn run(
     stats: Rc<RefCell<Stats>>,
     schedule: Option<Schedule>,
     live: Option<Arc<crate::live::LiveCounters>>,
+    source: Option<crate::bind::Source>,
 ) {
     let mut buf = vec![0u8; (batch.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
+    let mut attempt = 0u64;
     while !phase.done() {
         if phase.finished(Instant::now()) {
             return phase.idle_until_released().await;
         }
-        let mut s = match timeout(IO_TIMEOUT, TcpStream::connect(addr)).await {
+        let this_attempt = attempt;
+        attempt += 1;
+        let connect = async {
+            match &source {
+                None => TcpStream::connect(addr).await,
+                Some(src) => src.socket(addr, this_attempt)?.connect(addr).await,
+            }
+        };
+        let mut s = match timeout(IO_TIMEOUT, connect).await {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
                 if phase.measuring(Instant::now()) {

@@ -2,6 +2,7 @@
 //! connection), warm-up excluded, HDR latency merged across threads, every response validated,
 //! errors counted by kind, client allocations per request and the tool's own CPU time.
 mod alloc;
+mod bind;
 mod conn;
 mod hgrm;
 mod live;
@@ -80,6 +81,10 @@ struct Args {
     /// Write one JSON line per interval while running (req/s, errors, p50/p99/max).
     #[arg(long)]
     live: Option<std::path::PathBuf>,
+    /// Source addresses (and port ranges) to connect from, round-robin over the
+    /// connections: ADDR[:LOW-HIGH],... (e.g. 10.0.0.2:40000-40999,10.0.0.3).
+    #[arg(long, value_parser = bind::parse)]
+    bind: Option<bind::Bind>,
     /// Interval of --live lines and of the terminal progress line.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     live_interval: Duration,
@@ -146,6 +151,11 @@ fn run(args: Args) -> Result<i32> {
     let batch: Vec<u8> = request.bytes.repeat(args.pipeline as usize);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = args.threads.unwrap_or(online).min(args.connections);
+    if let Some(b) = &args.bind {
+        b.check(target.addr, args.connections)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let bind = args.bind.clone().map(Arc::new);
     let duration = match (args.duration, args.requests) {
         (Some(d), _) => d,
         (None, Some(_)) => Duration::from_secs(24 * 3600),
@@ -190,6 +200,15 @@ fn run(args: Args) -> Result<i32> {
         let conns = args.connections / threads + u32::from(t < args.connections % threads);
         let (req, phase, addr) = (request.clone(), phase.clone(), target.addr);
         let (batch, pipeline) = (batch.clone(), args.pipeline as usize);
+        let sources: Vec<Option<bind::Source>> = (0..conns)
+            .map(|j| {
+                bind.as_ref().map(|b| bind::Source {
+                    bind: b.clone(),
+                    index: t as u64 + j as u64 * threads as u64,
+                    connections: args.connections as u64,
+                })
+            })
+            .collect();
         // Open loop: each connection sends every `c / rate` seconds, the connections
         // staggered evenly so the total is `rate` per second.
         let schedules: Vec<Option<conn::Schedule>> = (0..conns)
@@ -219,7 +238,8 @@ fn run(args: Args) -> Result<i32> {
                     local.block_on(&rt, async {
                         let tasks: Vec<_> = schedules
                             .into_iter()
-                            .map(|sch| {
+                            .zip(sources)
+                            .map(|(sch, source)| {
                                 tokio::task::spawn_local(conn::run(
                                     req.clone(),
                                     batch.clone(),
@@ -229,6 +249,7 @@ fn run(args: Args) -> Result<i32> {
                                     stats.clone(),
                                     sch,
                                     live.clone(),
+                                    source,
                                 ))
                             })
                             .collect();

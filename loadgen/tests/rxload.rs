@@ -480,3 +480,93 @@ fn pipelined_http_is_answered_in_order_and_counted() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pipeline is for HTTP"));
 }
+
+/// An HTTP server answering every request `ok`, recording each connection's peer address.
+fn recording() -> (
+    SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<SocketAddr>>>,
+) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let peers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            seen.lock().unwrap().push(s.peer_addr().unwrap());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, peers)
+}
+
+#[test]
+fn bind_spreads_connections_over_source_addresses_and_ports() {
+    let (addr, peers) = recording();
+    let url = format!("http://{addr}/health");
+    let (code, v, err) = rxload(&[
+        &url,
+        "-c",
+        "6",
+        "-t",
+        "2",
+        "-n",
+        "600",
+        "--warmup",
+        "0s",
+        "--bind",
+        "127.0.0.2:41000-41099,127.0.0.3:42000-42099",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(errors(&v), 0, "{v}");
+    let peers = peers.lock().unwrap().clone();
+    assert_eq!(peers.len(), 6, "one connection each: {peers:?}");
+    let mut distinct = peers.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 6, "six distinct flows: {peers:?}");
+    for p in &peers {
+        let ok = match p.ip().to_string().as_str() {
+            "127.0.0.2" => (41000..=41099).contains(&p.port()),
+            "127.0.0.3" => (42000..=42099).contains(&p.port()),
+            _ => false,
+        };
+        assert!(ok, "{p} is outside the --bind plan");
+    }
+    assert_eq!(
+        peers
+            .iter()
+            .filter(|p| p.ip().to_string() == "127.0.0.2")
+            .count(),
+        3
+    );
+    // A plan that cannot hold the connections is refused up front, naming it.
+    let (code, _, err) = rxload(&[
+        &url,
+        "-c",
+        "6",
+        "-n",
+        "10",
+        "--bind",
+        "127.0.0.2:41000-41002",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("3 ports for 6 connections"), "{err}");
+}
