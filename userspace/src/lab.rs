@@ -12,6 +12,31 @@ use std::process::{Command, Stdio};
 use crate::netns::{ip, pin_pid, VethLab};
 use rxsteer_tune::cpus::format_cpu_list;
 
+/// The CPU roles as flags (`lab` and `compare`); unset ones are chosen from the machine.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RoleArgs {
+    /// CPU that runs the server veth's receive (NAPI) thread: the stand-in NIC interrupt core.
+    #[arg(long)]
+    pub rx_cpu: Option<u32>,
+    /// CPUs for the server side (list, e.g. 1-3).
+    #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
+    pub server_cpus: Option<crate::cpu_arg::CpuList>,
+    /// CPUs for the load side (the lab's loader, and compare's --loader local).
+    #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
+    pub loader_cpus: Option<crate::cpu_arg::CpuList>,
+}
+
+impl RoleArgs {
+    pub fn choose(&self, online: &[u32]) -> Result<Roles> {
+        Roles::choose(
+            online,
+            self.rx_cpu,
+            self.server_cpus.clone().map(|c| c.0),
+            self.loader_cpus.clone().map(|c| c.0),
+        )
+    }
+}
+
 /// Which CPU does what in the lab.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Roles {

@@ -7,9 +7,8 @@ use std::{
 };
 
 use crate::{
-    cpu_arg::{cpu_list, CpuList},
     dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
-    lab::{EmbeddedLab, Roles},
+    lab::{EmbeddedLab, RoleArgs},
     privilege::{self, Cap},
     top::{observe, parse_interval, stop_on_signals, Output},
     traffic::EchoLoad,
@@ -27,15 +26,8 @@ pub struct LabArgs {
     /// One JSON line per interval instead of the live view.
     #[arg(long, alias = "no-tui")]
     pub json: bool,
-    /// CPU that runs the server veth's receive (NAPI) thread: the stand-in NIC interrupt core.
-    #[arg(long)]
-    pub rx_cpu: Option<u32>,
-    /// CPUs for the server side (list, e.g. 1-3).
-    #[arg(long, value_parser = cpu_list)]
-    pub server_cpus: Option<CpuList>,
-    /// CPUs for the load side.
-    #[arg(long, value_parser = cpu_list)]
-    pub loader_cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub roles: RoleArgs,
     /// Concurrent connections, one request in flight each.
     #[arg(long, short = 'c', default_value = "16", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub connections: u16,
@@ -61,12 +53,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let online = online_cpus()?;
-    let roles = Roles::choose(
-        &online,
-        args.rx_cpu,
-        args.server_cpus.clone().map(|c| c.0),
-        args.loader_cpus.clone().map(|c| c.0),
-    )?;
+    let roles = args.roles.choose(&online)?;
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }

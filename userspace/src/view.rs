@@ -83,19 +83,18 @@ pub fn run(
             seen += 1;
         }
         terminal.draw(|f| draw(f, &history, iface, mode))?;
-        if event::poll(Duration::from_millis(100))? {
-            if let Event::Key(k) = event::read()? {
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                if k.kind == KeyEventKind::Press
-                    && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
-                {
-                    break;
-                }
-            }
+        if event::poll(Duration::from_millis(100))? && is_quit(&event::read()?) {
+            break;
         }
     }
     Ok(())
+}
+
+/// q, Esc or Ctrl-C (raw mode turns Ctrl-C into a key rather than a signal).
+pub fn is_quit(e: &Event) -> bool {
+    let Event::Key(k) = e else { return false };
+    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+    k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
 }
 
 fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMode) {

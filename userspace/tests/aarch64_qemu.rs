@@ -2,12 +2,11 @@
 //! and points RXSTEER_AARCH64_BIN at them; here they run under qemu-user, the aarch64 server
 //! answering the aarch64 load generator on loopback over HTTP and ZAP. (The eBPF object is
 //! the same bpfel file on both architectures; bpf(2) is not emulated by qemu-user.)
+mod served;
+
 use serde_json::Value;
-use std::{
-    io::{BufRead, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-};
+use served::Served;
+use std::{path::PathBuf, process::Command};
 
 /// The aarch64 binaries' folder, or None (with the reason printed) outside `cargo xtask test`.
 fn aarch64_dir() -> Option<PathBuf> {
@@ -26,15 +25,6 @@ fn qemu(dir: &std::path::Path, bin: &str) -> Command {
     c
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn aarch64_server_answers_aarch64_rxload_under_qemu() {
     let Some(dir) = aarch64_dir() else { return };
@@ -48,33 +38,13 @@ fn aarch64_server_answers_aarch64_rxload_under_qemu() {
             "{bin} is aarch64"
         );
     }
-    let mut child = qemu(&dir, "rxsteer")
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--zap",
-            "127.0.0.1:0",
-            "--threads",
-            "1",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("qemu-aarch64 (qemu-user) runs the aarch64 rxsteer");
-    let mut ready = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    let server = Server(child);
-    // "rxsteer serve: HTTP on 127.0.0.1:P, ZAP on 127.0.0.1:Q, ..."
-    let addr = |after: &str| {
-        let rest = &ready[ready.find(after).unwrap_or_else(|| panic!("{ready}")) + after.len()..];
-        rest.split([',', ' ']).next().unwrap().to_string()
-    };
+    let mut serve = qemu(&dir, "rxsteer");
+    serve.args(served::SERVE_ARGS);
+    let server = Served::spawn(serve);
     for (url, scenario) in [
-        (format!("http://{}", addr("HTTP on ")), "rpc"),
-        (format!("zap://{}", addr("ZAP on ")), "rpc"),
-        (format!("zap://{}", addr("ZAP on ")), "health"),
+        (format!("http://{}", server.http), "rpc"),
+        (format!("zap://{}", server.zap), "rpc"),
+        (format!("zap://{}", server.zap), "health"),
     ] {
         let json = std::env::temp_dir().join(format!("rxload-aarch64-{}.json", std::process::id()));
         let out = qemu(&dir, "rxload")

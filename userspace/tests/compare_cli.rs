@@ -169,7 +169,7 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         (vec!["-d", "five"], "\"five\" is not a duration"),
         (
             vec!["--loader", "external"],
-            "--loader and --target-ip go with --iface",
+            "--loader, --target-ip and --ssh-config go with --iface",
         ),
         (vec!["--iface", "rxnosuch0"], "\"rxnosuch0\" does not exist"),
         (vec!["--loader", "ftp://x"], "--loader \"ftp://x\""),

@@ -4,7 +4,6 @@
 //! while someone else (here the test, with rxload) drives it. Needs root.
 mod common;
 
-use rxsteer::netns::VethLab;
 use serde_json::Value;
 use std::{
     io::{BufRead, BufReader},
@@ -22,30 +21,13 @@ fn rxload() -> String {
         .to_string()
 }
 
-fn nic_lab() -> VethLab {
-    let lab = common::lab('n');
-    // Native-XDP cpumap redirect on veth needs the sender's TX checksum offload off.
-    let out = lab
-        .client
-        .command("ethtool")
-        .args(["-K", &lab.client_dev, "tx", "off"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    lab
-}
-
 fn read_run(dir: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap()
 }
 
 #[test]
 fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
-    let lab = nic_lab();
+    let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
     let out = lab
         .server
@@ -80,7 +62,7 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
 
 #[test]
 fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
-    let lab = nic_lab();
+    let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-e-{}", std::process::id()));
     let mut compare = lab
         .server

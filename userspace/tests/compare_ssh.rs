@@ -111,21 +111,9 @@ fn sshd(lab: &VethLab) -> Sshd {
     s
 }
 
-fn lab() -> VethLab {
-    let lab = common::lab('s');
-    let out = lab
-        .client
-        .command("ethtool")
-        .args(["-K", &lab.client_dev, "tx", "off"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    lab
-}
-
 #[test]
 fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
-    let lab = lab();
+    let lab = common::nic_lab('s');
     let sshd = sshd(&lab);
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-ssh-{}", std::process::id()));
     let loader = format!("ssh://root@{}:{PORT}", lab.client_ip);
@@ -207,7 +195,7 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
 
 #[test]
 fn an_unreachable_ssh_loader_is_named_before_anything_changes() {
-    let lab = lab();
+    let lab = common::nic_lab('s');
     let before = lab.server.ip(&["link", "show", &lab.server_dev]).unwrap();
     let loader = format!("ssh://root@{}:{}", lab.client_ip, PORT + 1);
     let started = Instant::now();

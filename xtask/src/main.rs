@@ -117,7 +117,8 @@ fn real_main() -> Result<()> {
             let tested = cmd::run(
                 "test",
                 cmd::cargo(None)
-                    .args(["test", "--workspace", "--"])
+                    // Every test binary runs even after a failure: CI shows all that failed.
+                    .args(["test", "--workspace", "--no-fail-fast", "--"])
                     .args(args)
                     .env("RXSTEER_AARCH64_BIN", aarch64)
                     .current_dir(&paths.root),
@@ -160,8 +161,11 @@ fn real_main() -> Result<()> {
             if matches!(which, Which::Workloads | Which::All) {
                 bench::run(&paths, &bench::WORKLOADS)?;
             }
-            if matches!(which, Which::Loadgen | Which::All) {
-                ensure::packages_for("bench loadgen", &[("wrk", "wrk")])?;
+            if matches!(
+                which,
+                Which::Loadgen | Which::Barrage | Which::Soak | Which::All
+            ) {
+                // These drive the server with rxload, another package: build it beside.
                 cmd::run(
                     "build rxload",
                     cmd::cargo(None)
@@ -169,16 +173,10 @@ fn real_main() -> Result<()> {
                         .current_dir(&paths.root),
                 )?;
                 std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
-                bench::run(&paths, &bench::LOADGEN)?;
             }
-            if matches!(which, Which::Barrage | Which::Soak | Which::All) {
-                // The tests drive the server with rxload, another package: build it beside.
-                cmd::run(
-                    "build rxload",
-                    cmd::cargo(None)
-                        .args(["build", "--release", "-p", "rxload"])
-                        .current_dir(&paths.root),
-                )?;
+            if matches!(which, Which::Loadgen | Which::All) {
+                ensure::packages_for("bench loadgen", &[("wrk", "wrk")])?;
+                bench::run(&paths, &bench::LOADGEN)?;
             }
             if matches!(which, Which::Barrage | Which::All) {
                 bench::run(&paths, &bench::BARRAGE)?;

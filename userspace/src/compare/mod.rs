@@ -22,7 +22,6 @@ use std::{
 };
 
 use crate::{
-    cpu_arg::{cpu_list, CpuList},
     lab::{EmbeddedLab, Roles},
     netns::Netns,
     privilege::{self, Cap},
@@ -145,15 +144,8 @@ pub struct CompareArgs {
     /// With --iface: the address rxload targets (default: IF's first IPv4 address).
     #[arg(long)]
     pub target_ip: Option<std::net::Ipv4Addr>,
-    /// The receive core: the lab's NAPI CPU (default: the first online CPU).
-    #[arg(long)]
-    pub rx_cpu: Option<u32>,
-    /// CPUs the servers run on (default: chosen from the machine, printed).
-    #[arg(long, value_parser = cpu_list)]
-    pub server_cpus: Option<CpuList>,
-    /// CPUs the load generator runs on (lab, and --loader local).
-    #[arg(long, value_parser = cpu_list)]
-    pub loader_cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub roles: crate::lab::RoleArgs,
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -251,12 +243,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     privilege::require("rxsteer compare", caps)?;
     load::rxload_path()?;
     let online = online_cpus()?;
-    let roles = Roles::choose(
-        &online,
-        args.rx_cpu,
-        args.server_cpus.clone().map(|c| c.0),
-        args.loader_cpus.clone().map(|c| c.0),
-    )?;
+    let roles = args.roles.choose(&online)?;
     let dir = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
@@ -351,7 +338,7 @@ fn run_iface(
         Loader::External
     } else {
         Loader::Local {
-            cpus: args.loader_cpus.clone().map(|c| c.0),
+            cpus: args.roles.loader_cpus.clone().map(|c| c.0),
         }
     };
     eprintln!(

@@ -4,7 +4,7 @@
 //! Otherwise (`--no-tui`, CI, logs): one line per live interval. It only draws.
 use anyhow::Result;
 use ratatui::{
-    crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers},
+    crossterm::event,
     layout::{Constraint, Layout},
     style::Stylize,
     text::{Line, Span},
@@ -103,14 +103,8 @@ impl Screen {
         );
         t.draw(|f| draw(f, label, history, live, done, caveat.as_deref()))?;
         while event::poll(Duration::ZERO)? {
-            if let Event::Key(k) = event::read()? {
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                if k.kind == KeyEventKind::Press
-                    && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
-                {
-                    return Ok(true);
-                }
+            if view::is_quit(&event::read()?) {
+                return Ok(true);
             }
         }
         Ok(false)

@@ -127,7 +127,12 @@ pub fn render(run: &Value) -> Result<String> {
             setup["loader"].as_str().unwrap_or("?")
         )
     } else {
-        let r = &setup["roles"];
+        // Runs stored before `setup` existed keep their roles at the top level.
+        let r = if setup.is_null() {
+            &run["roles"]
+        } else {
+            &setup["roles"]
+        };
         format!(
             "the embedded veth lab: receive (NAPI) CPU {}, server CPUs {}, loader CPUs {}",
             r["rx_cpu"], r["server_cpus"], r["loader_cpus"]

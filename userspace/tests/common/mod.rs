@@ -18,6 +18,24 @@ pub fn lab(letter: char) -> VethLab {
     VethLab::create(&tag, 1).expect("creating the veth lab (needs root and iproute2)")
 }
 
+/// A lab whose sending side has TX checksum offload off, as a NIC stand-in for native-XDP
+/// cpumap redirect (on veth, redirected TCP with partial checksums is dropped otherwise).
+pub fn nic_lab(letter: char) -> VethLab {
+    let lab = lab(letter);
+    let out = lab
+        .client
+        .command("ethtool")
+        .args(["-K", &lab.client_dev, "tx", "off"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab
+}
+
 /// Sends `count` UDP datagrams from `ns`, on `cpu`, to `to:port`. Bounded: no retries.
 pub fn udp_burst(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, count: u32) {
     ns.spawn(Some(cpu), move || {

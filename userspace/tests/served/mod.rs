@@ -11,6 +11,17 @@ use std::{
 
 pub const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
 
+/// `serve` on loopback ports the kernel picks, one worker.
+pub const SERVE_ARGS: [&str; 7] = [
+    "serve",
+    "--http",
+    "127.0.0.1:0",
+    "--zap",
+    "127.0.0.1:0",
+    "--threads",
+    "1",
+];
+
 pub struct Served {
     child: Child,
     pub http: SocketAddr,
@@ -26,19 +37,17 @@ impl Served {
     /// One worker on `cpu` (when the machine has it), loopback ports chosen by the kernel.
     pub fn start(cpu: u32, extra: &[&str]) -> Self {
         let mut c = Command::new(RXSTEER);
-        c.args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--zap",
-            "127.0.0.1:0",
-            "--threads",
-            "1",
-        ]);
+        c.args(SERVE_ARGS);
         if rxsteer_tune::cpus::online_cpus().unwrap().contains(&cpu) {
             c.args(["--cpus", &cpu.to_string()]);
         }
-        let mut child = c.args(extra).stderr(Stdio::piped()).spawn().unwrap();
+        c.args(extra);
+        Self::spawn(c)
+    }
+
+    /// A server started by `c` (e.g. under setpriv or qemu), ready once it names its ports.
+    pub fn spawn(mut c: Command) -> Self {
+        let mut child = c.stderr(Stdio::piped()).spawn().unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         err.read_line(&mut line).unwrap();
@@ -65,6 +74,10 @@ impl Served {
 
     pub fn peak_rss_kib(&self) -> u64 {
         self.status_kib("VmHWM:")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn fds(&self) -> usize {
