@@ -167,6 +167,14 @@ pub struct Dataplane {
     ebpf: Ebpf,
 }
 
+/// True when an error comes from a missing bpf(2) (ENOSYS) rather than a refused program.
+fn no_bpf_syscall(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::ENOSYS))
+    })
+}
+
 impl Dataplane {
     /// Loads every program into the kernel (nothing attached yet), no steering sets.
     pub fn load(ports: &PortConfig) -> Result<Self> {
@@ -183,7 +191,18 @@ impl Dataplane {
             .override_global("STEER", &*steer_cfg, true)
             .map_max_entries("CPUMAP", nr_cpu_ids()?)
             .load(EBPF_OBJECT)
-            .context("loading the eBPF object into the kernel")?;
+            .map_err(|e| {
+                let e = anyhow::Error::from(e);
+                if no_bpf_syscall(&e) {
+                    e.context(
+                        "the bpf(2) system call is not available here (ENOSYS): an emulator such \
+                         as qemu-user, or a kernel built without BPF. rxsteer's kernel side needs \
+                         a Linux kernel with BPF; rxsteer serve and rxload run without it",
+                    )
+                } else {
+                    e.context("loading the eBPF object into the kernel")
+                }
+            })?;
         for name in [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU] {
             xdp_mut(&mut ebpf, name)?
                 .load()

@@ -38,6 +38,26 @@ fn aarch64_server_answers_aarch64_rxload_under_qemu() {
             "{bin} is aarch64"
         );
     }
+    for bin in ["rxsteer", "rxload"] {
+        let out = qemu(&dir, bin).arg("--version").output().unwrap();
+        let v = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            v.trim(),
+            format!("{bin} {}", env!("CARGO_PKG_VERSION")),
+            "{bin} --version"
+        );
+    }
+    // No bpf(2) under qemu-user: said plainly, not as a bare errno.
+    let out = qemu(&dir, "rxsteer")
+        .args(["top", "--iface", "lo", "--json", "--count", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the bpf(2) system call is not available here (ENOSYS)"),
+        "{err}"
+    );
     let mut serve = qemu(&dir, "rxsteer");
     serve.args(served::SERVE_ARGS);
     let server = Served::spawn(serve);

@@ -18,7 +18,7 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-{}", std::process::id()));
     let out = Command::new(RXSTEER)
         .args([
-            "compare", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8",
+            "compare", "--force", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8",
         ])
         .arg("--out")
         .arg(&out_dir)
@@ -129,6 +129,7 @@ fn one_mode_one_protocol_and_bad_flags_named() {
     let out = Command::new(RXSTEER)
         .args([
             "compare",
+            "--force",
             "--steer",
             "cpumap",
             "--proto",

@@ -32,7 +32,14 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let out = lab
         .server
         .command(RXSTEER)
-        .args(["compare", "--iface", &lab.server_dev, "--loader", "local"])
+        .args([
+            "compare",
+            "--force",
+            "--iface",
+            &lab.server_dev,
+            "--loader",
+            "local",
+        ])
         .args([
             "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
         ])
@@ -69,6 +76,7 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
         .command(RXSTEER)
         .args([
             "compare",
+            "--force",
             "--iface",
             &lab.server_dev,
             "--loader",
@@ -139,4 +147,51 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
         .sum();
     assert!(arrived > 1000.0, "and steered through the cpumap: {row}");
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn a_server_port_in_use_is_named_and_the_host_restored() {
+    let lab = common::nic_lab('p');
+    // Something else already serves 8080 on this "host".
+    let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let holder = lab.server.spawn(None, move || {
+        let _l = std::net::TcpListener::bind("0.0.0.0:8080")?;
+        ready_tx.send(()).unwrap();
+        let _ = hold_rx.recv();
+        Ok(())
+    });
+    ready_rx.recv().unwrap();
+    let out = lab
+        .server
+        .command(RXSTEER)
+        .args([
+            "compare",
+            "--force",
+            "--iface",
+            &lab.server_dev,
+            "--loader",
+            "local",
+        ])
+        .args([
+            "--steer", "cpumap", "--proto", "http", "-d", "1s", "--reps", "1", "--no-tui",
+        ])
+        .args(["--out", "/tmp/rxsteer-port-in-use"])
+        .output()
+        .unwrap();
+    drop(hold_tx);
+    holder.join().unwrap().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("0.0.0.0:8080") && err.contains("in use"),
+        "{err}"
+    );
+    // Everything the mode put in place was taken down again.
+    assert_eq!(
+        lab.server.xdp_attached(&lab.server_dev).unwrap(),
+        None,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all("/tmp/rxsteer-port-in-use");
 }

@@ -122,6 +122,7 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
         .command(RXSTEER)
         .args([
             "compare",
+            "--force",
             "--iface",
             &lab.server_dev,
             "--loader",

@@ -58,7 +58,7 @@ fn live_screen_shows_heatmap_beside_throughput_and_q_stops_and_restores() {
     let started = Instant::now();
     let child = Command::new(RXSTEER)
         .args([
-            "compare", "-d", "60s", "--reps", "1", "-c", "8", "--steer", "cpumap",
+            "compare", "--force", "-d", "60s", "--reps", "1", "-c", "8", "--steer", "cpumap",
         ])
         .arg("--out")
         .arg(&out_dir)

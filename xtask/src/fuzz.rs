@@ -212,7 +212,18 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
     let failed = outcomes.iter().filter(|o| !o.ok).count();
     if args.store {
         let dir = crate::bench::run_dir(paths, "fuzz")?;
-        std::fs::write(dir.join("output.txt"), &report)?;
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let limit = args
+            .runs
+            .map_or(format!("--seconds {}", args.seconds), |n| {
+                format!("--runs {n}")
+            });
+        let head = format!(
+            "# cargo xtask fuzz {limit} (cargo-fuzz {CARGO_FUZZ_VERSION}, libFuzzer with ASan, \
+             -malloc_limit_mb=256), kernel {}\n",
+            kernel.trim()
+        );
+        std::fs::write(dir.join("output.txt"), head + &report)?;
         eprintln!("xtask fuzz: stored in {}", dir.display());
     }
     print!("{report}");

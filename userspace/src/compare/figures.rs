@@ -130,24 +130,41 @@ pub fn environment() -> Value {
         .take(3)
         .filter_map(|x| x.parse().ok())
         .collect();
+    let cpu_model = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name") || l.starts_with("CPU part"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string());
     json!({
         "kernel": read("/proc/sys/kernel/osrelease"), "hostname": read("/proc/sys/kernel/hostname"),
+        "cpu_model": cpu_model,
+        "rxsteer": {"version": env!("CARGO_PKG_VERSION"), "git": env!("RXSTEER_GIT")},
         "arch": std::env::consts::ARCH, "online_cpus": rxsteer_tune::cpus::online_cpus().map(|c| c.len()).unwrap_or(0),
         "loadavg": load,
         "at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     })
 }
 
-/// A warning when the machine was already busy (1-minute load above half the CPUs): every
-/// figure of such a run is noisier, and the run says so rather than hiding it.
-pub fn busy_warning(env: &Value) -> Option<String> {
-    let load = env["loadavg"][0].as_f64()?;
-    let cpus = env["online_cpus"].as_f64()?;
-    (load > cpus / 2.0).then(|| {
-        format!(
-            "the 1-minute load average is {load:.2} on {cpus} CPUs before the run: \
-             other work competes with the measurement, so expect more spread"
-        )
+/// What the run's interface is: its driver and GRO state (ethtool, where the interface lives).
+pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Value {
+    let ethtool = |args: &[&str]| -> String {
+        let mut c = match ns {
+            Some(ns) => ns.command("ethtool"),
+            None => std::process::Command::new("ethtool"),
+        };
+        c.args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_string())
+    };
+    json!({
+        "driver": field(&ethtool(&["-i", dev]), "driver:"),
+        "gro": field(&ethtool(&["-k", dev]), "generic-receive-offload:"),
     })
 }
 
@@ -236,13 +253,5 @@ mod tests {
         assert_eq!(imbalance(&[100.0, 100.0]), 1.0);
         assert_eq!(imbalance(&[400.0, 0.0, 0.0, 0.0]), 4.0);
         assert_eq!(imbalance(&[0.0, 0.0]), 0.0);
-    }
-
-    #[test]
-    fn busy_machines_are_named() {
-        let env = json!({"loadavg": [1.5, 1.0, 1.0], "online_cpus": 2});
-        assert!(busy_warning(&env).unwrap().contains("1.50 on 2 CPUs"));
-        let quiet = json!({"loadavg": [0.2, 1.0, 1.0], "online_cpus": 2});
-        assert_eq!(busy_warning(&quiet), None);
     }
 }

@@ -5,6 +5,7 @@
 //! repetition and protocol, next to where the receive work went per CPU in its measured
 //! window. Without `--iface` it runs in the embedded veth lab; with it, on a real interface.
 mod figures;
+mod gate;
 mod load;
 mod merge;
 mod screen;
@@ -129,6 +130,13 @@ pub struct CompareArgs {
     /// One line per interval instead of the live screen (also when stderr is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Run even on a loaded machine (1-minute load above half the CPUs); every figure is then
+    /// marked. Without it the run waits up to --quiet-wait for the load to fall, then refuses.
+    #[arg(long)]
+    pub force: bool,
+    /// How long to wait for a loaded machine to quiet down before refusing.
+    #[arg(long, default_value = "90s", value_parser = parse_seconds)]
+    pub quiet_wait: Duration,
     /// A real interface instead of the lab: the servers run on this host, steering applies
     /// to IF, and the load comes from --loader.
     #[arg(long)]
@@ -289,7 +297,9 @@ fn run_lab(
         ns: &lab.veth.client,
         cpus: roles.loader_cpus.clone(),
     };
-    let setup = json!({"kind": "lab", "roles": roles, "iface": lab.veth.server_dev});
+    let setup = json!({"kind": "lab", "roles": roles, "iface": lab.veth.server_dev,
+        "steer_targets": site.steer_targets, "qsize": 2048,
+        "nic": figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev)});
     let result = measure(args, &site, &loader, setup, caveat, dir, tui, stop);
     drop(lab);
     result?;
@@ -351,12 +361,13 @@ fn run_iface(
         eprintln!(
             "rxsteer compare: note: a local loader's traffic to {} stays on this host's \
              loopback path and never crosses {iface}'s receive queue; drive the load from \
-             another machine (--loader external) to measure the NIC",
+             other machines (--loader ssh://host, or external) to measure the NIC",
             site.target_ip
         );
     }
     let setup = json!({"kind": "iface", "iface": iface, "server_cpus": site.server_cpus,
-        "steer_targets": site.steer_targets, "loader": loader.describe()});
+        "steer_targets": site.steer_targets, "loader": loader.describe(), "qsize": 2048,
+        "nic": figures::iface_facts(None, iface)});
     measure(args, &site, &loader, setup, None, dir, tui, stop)?;
     eprintln!("rxsteer compare: stored in {}", dir.display());
     Ok(())
@@ -374,10 +385,8 @@ fn measure(
     tui: bool,
     stop: &AtomicBool,
 ) -> Result<()> {
+    let loaded = gate::quiet_machine(args.force, args.quiet_wait, stop)?;
     let env_before = figures::environment();
-    if let Some(w) = figures::busy_warning(&env_before) {
-        eprintln!("rxsteer compare: note: {w}");
-    }
     let mut screen = Screen::new(tui, caveat.clone());
     let mut rows: Vec<Value> = Vec::new();
     let modes = args.modes();
@@ -452,13 +461,59 @@ fn measure(
         "setup": setup, "cpus": online_cpus()?.len(), "steer": modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
         "protos": args.protos().iter().map(|p| p.as_str()).collect::<Vec<_>>(), "scenario": args.scenario.as_str(),
         "seconds": args.duration.as_secs_f64(), "warmup_s": args.warmup.as_secs_f64(), "connections": args.connections,
-        "reps": args.reps, "caveat": caveat,
+        "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,
         "environment": {"before": env_before, "after": figures::environment()},
         "runs": rows,
     });
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
     print!("{}", crate::report::summary(&doc)?);
     crate::report::run(dir)?;
+    index_run(dir, &doc)?;
+    Ok(())
+}
+
+/// A run stored beside `results/README.md` gets a line in that index.
+fn index_run(dir: &Path, doc: &Value) -> Result<()> {
+    let Some(parent) = dir.parent() else {
+        return Ok(());
+    };
+    let index = parent.join("README.md");
+    if parent.file_name().is_none_or(|n| n != "results") || !index.is_file() {
+        return Ok(());
+    }
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let command: Vec<String> = std::env::args().skip(1).collect();
+    let what = format!(
+        "the main job ({} over {}, {} repetitions{}{})",
+        doc["steer"].as_array().map_or(String::new(), |m| m
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" / ")),
+        doc["protos"].as_array().map_or(String::new(), |p| p
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" and ")),
+        doc["reps"],
+        if doc["setup"]["kind"] == "iface" {
+            ", on a real interface"
+        } else {
+            ", in the lab"
+        },
+        if doc["loaded_machine"].is_string() {
+            "; LOADED MACHINE, figures marked"
+        } else {
+            ""
+        },
+    );
+    let line = format!(
+        "| [{name}]({name}/report.md) | `rxsteer {}` | {what} |\n",
+        command.join(" ")
+    );
+    let mut f = std::fs::OpenOptions::new().append(true).open(&index)?;
+    std::io::Write::write_all(&mut f, line.as_bytes())?;
+    eprintln!("rxsteer compare: indexed in {}", index.display());
     Ok(())
 }
 

@@ -178,7 +178,7 @@ pub fn wait_for(child: &mut Child, needle: &str) -> Result<()> {
                 bail!("did not say {needle:?} within 30 s: {}", seen.trim())
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("exited before saying {needle:?}: {}", seen.trim())
+                bail!("exited before it was ready: {}", seen.trim())
             }
         }
     }

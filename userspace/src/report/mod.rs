@@ -160,6 +160,24 @@ pub fn render(run: &Value) -> Result<String> {
     if let Some(c) = run["caveat"].as_str() {
         writeln!(o, "> **Note:** {c}.\n")?;
     }
+    if let Some(m) = run["loaded_machine"].as_str() {
+        writeln!(
+            o,
+            "> **Every figure here was {m}** (run with --force): other work was timed too.\n"
+        )?;
+    }
+    let nic = &setup["nic"];
+    if !nic.is_null() {
+        writeln!(
+            o,
+            "Interface driver {}, GRO {}, cpumap ring {} frames per CPU; rxsteer {} ({}).\n",
+            nic["driver"].as_str().unwrap_or("?"),
+            nic["gro"].as_str().unwrap_or("?"),
+            setup["qsize"],
+            env["before"]["rxsteer"]["version"].as_str().unwrap_or("?"),
+            env["before"]["rxsteer"]["git"].as_str().unwrap_or("?")
+        )?;
+    }
     writeln!(o, "## Throughput per repetition\n")?;
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
     for p in &protos {
@@ -418,6 +436,20 @@ mod tests {
         assert!(md.contains("> **Note:** this machine has 2 CPUs."), "{md}");
         assert!(md.contains("![req/s](throughput.svg)") && md.contains("heatmap-cpumap.svg"));
         assert!(render(&serde_json::json!({})).is_err());
+    }
+
+    #[test]
+    fn a_loaded_machine_marks_the_report() {
+        let mut r = run();
+        r["loaded_machine"] =
+            "taken on a loaded machine (the 1-minute load average is 1.90 on 2 CPUs at the start)"
+                .into();
+        let md = render(&r).unwrap();
+        assert!(
+            md.contains("> **Every figure here was taken on a loaded machine"),
+            "{md}"
+        );
+        assert!(!render(&run()).unwrap().contains("loaded machine"));
     }
 
     #[test]

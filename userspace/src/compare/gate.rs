@@ -1,0 +1,80 @@
+//! Honest timing: before anything is timed, the machine must be quiet (1-minute load average
+//! at most half its CPUs), or the figures measure someone else's work too. The run waits a
+//! while for the load to fall, then refuses; with `--force` it runs at once and every figure
+//! is marked as taken on a loaded machine.
+use anyhow::{bail, Result};
+use serde_json::Value;
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+/// "1-minute load average X on N CPUs" when it is above half the CPUs.
+pub fn busy(env: &Value) -> Option<String> {
+    let load = env["loadavg"][0].as_f64()?;
+    let cpus = env["online_cpus"].as_f64()?;
+    (load > cpus / 2.0).then(|| format!("the 1-minute load average is {load:.2} on {cpus} CPUs"))
+}
+
+/// Waits up to `patience` for a quiet machine. Ok(None): quiet. Ok(Some(mark)): loaded, run
+/// anyway (`force`), every figure marked. Err: still loaded, refused.
+pub fn quiet_machine(force: bool, patience: Duration, stop: &AtomicBool) -> Result<Option<String>> {
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        let Some(why) = busy(&super::figures::environment()) else {
+            return Ok(None);
+        };
+        if force {
+            eprintln!(
+                "rxsteer compare: note: {why}; running anyway (--force): every figure is marked"
+            );
+            return Ok(Some(format!(
+                "taken on a loaded machine ({why} at the start)"
+            )));
+        }
+        if started.elapsed() >= patience || stop.load(Ordering::SeqCst) {
+            bail!(
+                "{why}, above half the CPUs, after waiting {:.0} s: other work would be timed too. \
+                 Stop it and run again, or pass --force to run anyway (every figure is then marked)",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if !said {
+            eprintln!(
+                "rxsteer compare: {why}: waiting up to {} s for it to fall to half the CPUs before timing",
+                patience.as_secs()
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn busy_means_above_half_the_cpus() {
+        let env = json!({"loadavg": [1.5, 1.0, 1.0], "online_cpus": 2});
+        assert!(busy(&env).unwrap().contains("1.50 on 2 CPUs"));
+        assert_eq!(busy(&json!({"loadavg": [1.0], "online_cpus": 2})), None);
+        assert_eq!(busy(&json!({})), None);
+    }
+
+    #[test]
+    fn a_loaded_machine_is_refused_or_marked() {
+        // Whatever this machine's load is now, the outcome must match it.
+        let loaded = busy(&super::super::figures::environment()).is_some();
+        let stop = AtomicBool::new(false);
+        let refused = quiet_machine(false, Duration::ZERO, &stop);
+        assert_eq!(refused.is_err(), loaded);
+        if let Err(e) = refused {
+            assert!(e.to_string().contains("--force"), "{e}");
+        }
+        let forced = quiet_machine(true, Duration::ZERO, &stop).unwrap();
+        assert_eq!(forced.is_some(), loaded);
+    }
+}
