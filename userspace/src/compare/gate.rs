@@ -19,10 +19,20 @@ pub fn busy(env: &Value) -> Option<String> {
 /// Waits up to `patience` for a quiet machine. Ok(None): quiet. Ok(Some(mark)): loaded, run
 /// anyway (`force`), every figure marked. Err: still loaded, refused.
 pub fn quiet_machine(force: bool, patience: Duration, stop: &AtomicBool) -> Result<Option<String>> {
+    quiet_by(super::figures::environment, force, patience, stop)
+}
+
+/// [`quiet_machine`] with the reading of the machine given (tests give fixed ones).
+fn quiet_by(
+    read: impl Fn() -> Value,
+    force: bool,
+    patience: Duration,
+    stop: &AtomicBool,
+) -> Result<Option<String>> {
     let started = Instant::now();
     let mut said = false;
     loop {
-        let Some(why) = busy(&super::figures::environment()) else {
+        let Some(why) = busy(&read()) else {
             return Ok(None);
         };
         if force {
@@ -65,16 +75,33 @@ mod tests {
     }
 
     #[test]
-    fn a_loaded_machine_is_refused_or_marked() {
-        // Whatever this machine's load is now, the outcome must match it.
-        let loaded = busy(&super::super::figures::environment()).is_some();
+    fn a_loaded_machine_is_refused_or_marked_and_a_quiet_one_runs() {
+        let loaded = || json!({"loadavg": [1.9], "online_cpus": 2});
+        let quiet = || json!({"loadavg": [0.3], "online_cpus": 2});
         let stop = AtomicBool::new(false);
-        let refused = quiet_machine(false, Duration::ZERO, &stop);
-        assert_eq!(refused.is_err(), loaded);
-        if let Err(e) = refused {
-            assert!(e.to_string().contains("--force"), "{e}");
-        }
-        let forced = quiet_machine(true, Duration::ZERO, &stop).unwrap();
-        assert_eq!(forced.is_some(), loaded);
+        let e = quiet_by(loaded, false, Duration::ZERO, &stop).unwrap_err();
+        assert!(
+            e.to_string().contains("1.90 on 2 CPUs") && e.to_string().contains("--force"),
+            "{e}"
+        );
+        let mark = quiet_by(loaded, true, Duration::ZERO, &stop)
+            .unwrap()
+            .unwrap();
+        assert!(mark.starts_with("taken on a loaded machine"), "{mark}");
+        assert_eq!(quiet_by(quiet, false, Duration::ZERO, &stop).unwrap(), None);
+        // A load that falls while waiting lets the run go on.
+        let n = std::cell::Cell::new(0);
+        let falling = || {
+            n.set(n.get() + 1);
+            if n.get() < 2 {
+                loaded()
+            } else {
+                quiet()
+            }
+        };
+        assert_eq!(
+            quiet_by(falling, false, Duration::from_secs(5), &stop).unwrap(),
+            None
+        );
     }
 }
