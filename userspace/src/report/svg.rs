@@ -22,6 +22,19 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The axis top and tick step for data up to `top`: the smallest step of 1, 2 or 5 x 10^k
+/// that needs at most 8 ticks.
+fn axis(top: f64) -> (f64, f64) {
+    let top = top.max(1.0);
+    let mag = 10f64.powf((top / 8.0).log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| (top / s).ceil() <= 8.0)
+        .unwrap_or(10.0 * mag);
+    ((top / step).ceil() * step, step)
+}
+
 /// One group of bars per protocol, one bar per mode: `values[g][m]` holds every repetition.
 pub fn bars(
     title: &str,
@@ -30,13 +43,14 @@ pub fn bars(
     modes: &[&str],
     values: &[Vec<Vec<f64>>],
 ) -> String {
-    let max = values
-        .iter()
-        .flatten()
-        .flatten()
-        .copied()
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let (max, step) = axis(
+        values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .fold(0.0, f64::max),
+    );
     let (left, bottom, top) = (70.0, H - 40.0, 40.0);
     let plot_h = bottom - top;
     let group_w = (W - left - 20.0) / groups.len().max(1) as f64;
@@ -48,9 +62,10 @@ pub fn bars(
         W / 2.0,
         esc(title)
     );
-    for k in 0..=4 {
-        let v = max * k as f64 / 4.0;
-        let y = bottom - plot_h * k as f64 / 4.0;
+    let ticks = (max / step).round() as usize;
+    for k in 0..=ticks {
+        let v = step * k as f64;
+        let y = bottom - plot_h * v / max;
         let _ = write!(
             o,
             r##"<line x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
@@ -129,7 +144,7 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     let left = 60.0;
     let cell_w = ((W - left - 20.0) / cells.len().max(1) as f64).min(40.0);
     let cell_h = (20.0f64).min(220.0 / cpus.max(1) as f64);
-    let height = 60.0 + cell_h * cpus as f64 + 30.0;
+    let height = 60.0 + cell_h * cpus as f64 + 70.0;
     let mut o = String::new();
     let _ = write!(
         o,
@@ -158,10 +173,29 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
             );
         }
     }
+    let y = 40.0 + cell_h * cpus as f64 + 22.0;
     let _ = write!(
         o,
-        r#"<text x="{left}" y="{:.1}">time (one column per sample) - shade: receive work, NET_RX softirq + receive kthreads, share of the CPU (white 0, dark red 100%)</text></svg>"#,
-        height - 10.0
+        r#"<text x="{left}" y="{y:.1}">time: one column per sample, the protocols one after the other</text><text x="{left}" y="{:.1}">shade: receive work (NET_RX softirq + receive kthreads) as a share of the CPU</text>"#,
+        y + 16.0
+    );
+    // The scale: 0 % to 100 % in ten steps.
+    for k in 0..=10 {
+        let _ = write!(
+            o,
+            r#"<rect x="{:.1}" y="{:.1}" width="16" height="10" fill="{}"/>"#,
+            left + 16.0 * k as f64,
+            y + 26.0,
+            shade(k as f64 / 10.0)
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}">0 %</text><text x="{:.1}" y="{:.1}">100 %</text></svg>"#,
+        left - 30.0,
+        y + 35.0,
+        left + 16.0 * 11.0 + 6.0,
+        y + 35.0
     );
     o.push('\n');
     o
@@ -202,11 +236,22 @@ mod tests {
     #[test]
     fn heatmap_has_a_cell_per_cpu_and_sample() {
         let s = heatmap("cpumap <receive>", &[vec![0.0, 1000.0], vec![500.0, 250.0]]);
-        assert_eq!(s.matches("<rect x=").count(), 4);
+        assert_eq!(
+            s.matches("<title>CPU").count(),
+            4,
+            "a cell per CPU and sample"
+        );
         assert!(s.contains("CPU 1, sample 0: 1000 ms/s"));
         assert!(s.contains("cpumap &lt;receive&gt;"), "escaped");
         assert_eq!(shade(0.0), "rgb(255,255,255)");
         assert_ne!(shade(1.0), shade(0.5));
+    }
+
+    #[test]
+    fn axis_steps_are_round() {
+        assert_eq!(axis(110_179.0), (120_000.0, 20_000.0));
+        assert_eq!(axis(950.0), (1000.0, 200.0));
+        assert_eq!(axis(0.0), (1.0, 0.2));
     }
 
     #[test]
