@@ -1,0 +1,188 @@
+//! The comparison's flags, the values they take, and their checks.
+use anyhow::{bail, Result};
+use std::{path::PathBuf, time::Duration};
+
+use super::load::{self, LoaderArg};
+use crate::top::parse_interval;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    None,
+    Rps,
+    Cpumap,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::Rps => "rps",
+            Mode::Cpumap => "cpumap",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SteerArg {
+    None,
+    Rps,
+    Cpumap,
+    All,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    Http,
+    Zap,
+}
+
+impl Proto {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Proto::Http => "http",
+            Proto::Zap => "zap",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtoArg {
+    Http,
+    Zap,
+    Both,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    Health,
+    Rpc,
+    Echo,
+}
+
+impl Scenario {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Health => "health",
+            Scenario::Rpc => "rpc",
+            Scenario::Echo => "echo",
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Steering modes to compare (all: untuned, RPS, cpumap).
+    #[arg(long, value_enum, default_value = "all")]
+    pub steer: SteerArg,
+    /// Protocols to drive in each mode.
+    #[arg(long, value_enum, default_value = "both")]
+    pub proto: ProtoArg,
+    /// Request each connection sends (rpc: JSON over HTTP, the native record over ZAP).
+    #[arg(long, value_enum, default_value = "health")]
+    pub scenario: Scenario,
+    /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds).
+    #[arg(long, short = 'd', default_value = "5s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Warm-up before each load's measured window (excluded from every figure).
+    #[arg(long, default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Repetitions (the mode order rotates each time).
+    #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub reps: u32,
+    /// Connections of the load.
+    #[arg(long, short = 'c', default_value = "32", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub connections: u32,
+    /// Sampling interval of the per-CPU accounting.
+    #[arg(long, default_value = "500ms", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Where to write the run (default: results/<date>-<host>-compare-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// One line per interval instead of the live screen (also when stderr is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Run even on a loaded machine (1-minute load above half the CPUs); every figure is then
+    /// marked. Without it the run waits up to --quiet-wait for the load to fall, then refuses.
+    #[arg(long)]
+    pub force: bool,
+    /// How long to wait for a loaded machine to quiet down before refusing.
+    #[arg(long, default_value = "90s", value_parser = parse_seconds)]
+    pub quiet_wait: Duration,
+    /// A real interface instead of the lab: the servers run on this host, steering applies
+    /// to IF, and the load comes from --loader.
+    #[arg(long)]
+    pub iface: Option<String>,
+    /// With --iface: local (rxload on this host, to IF's address), ssh://[user@]host[:port]
+    /// (rxload copied to that machine and run there; repeat for several loaders, merged), or
+    /// external (someone else drives ports 8080/9653; rxsteer only observes each window).
+    #[arg(long, value_parser = load::parse_loader)]
+    pub loader: Vec<LoaderArg>,
+    /// An ssh client config for the ssh:// loaders (identity, known hosts, ...): ssh -F FILE.
+    #[arg(long)]
+    pub ssh_config: Option<PathBuf>,
+    /// With --iface: the address rxload targets (default: IF's first IPv4 address).
+    #[arg(long)]
+    pub target_ip: Option<std::net::Ipv4Addr>,
+    #[command(flatten)]
+    pub roles: crate::lab::RoleArgs,
+}
+
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let d = match s.parse::<u64>() {
+        Ok(n) => Duration::from_secs(n),
+        Err(_) => {
+            humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?
+        }
+    };
+    if d > Duration::from_secs(3600) {
+        return Err(format!("{s:?}: at most 1h"));
+    }
+    Ok(d)
+}
+
+impl CompareArgs {
+    pub fn modes(&self) -> Vec<Mode> {
+        match self.steer {
+            SteerArg::None => vec![Mode::None],
+            SteerArg::Rps => vec![Mode::Rps],
+            SteerArg::Cpumap => vec![Mode::Cpumap],
+            SteerArg::All => vec![Mode::None, Mode::Rps, Mode::Cpumap],
+        }
+    }
+
+    pub fn protos(&self) -> Vec<Proto> {
+        match self.proto {
+            ProtoArg::Http => vec![Proto::Http],
+            ProtoArg::Zap => vec![Proto::Zap],
+            ProtoArg::Both => vec![Proto::Http, Proto::Zap],
+        }
+    }
+
+    pub fn check(&self) -> Result<()> {
+        if self.iface.is_none()
+            && (!self.loader.is_empty() || self.target_ip.is_some() || self.ssh_config.is_some())
+        {
+            bail!("--loader, --target-ip and --ssh-config go with --iface (the lab has its own loader)");
+        }
+        load::ssh_dests(&self.loader)?;
+        if self.duration < Duration::from_millis(200) {
+            bail!("--duration {:?}: at least 200ms", self.duration);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_bare_seconds_or_units() {
+        assert_eq!(parse_seconds("5").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_seconds("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_seconds("five")
+            .unwrap_err()
+            .contains("not a duration"));
+        assert!(parse_seconds("2h").unwrap_err().contains("at most"));
+    }
+}
