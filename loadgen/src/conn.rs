@@ -45,12 +45,12 @@ pub struct Phase {
 }
 
 impl Phase {
-    fn done(&self) -> bool {
+    pub fn done(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
     /// Past the window (or the -n limit): send nothing more.
-    fn finished(&self, now: Instant) -> bool {
+    pub fn finished(&self, now: Instant) -> bool {
         now >= self.measure_until || self.limit_reached.load(Ordering::Relaxed)
     }
 
@@ -72,18 +72,86 @@ impl Phase {
         self.release.notify_waiters();
     }
 
-    fn measuring(&self, now: Instant) -> bool {
+    pub fn measuring(&self, now: Instant) -> bool {
         now >= self.measure_from
             && now < self.measure_until
             && !self.limit_reached.load(Ordering::Relaxed)
     }
 }
 
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-enum Outcome {
+pub enum Outcome {
     Ok,
     Fail(ErrorKind),
+}
+
+/// The response at the front of `buf`, if whole: (status, body range, bytes it takes).
+pub fn parse_one(
+    proto: Proto,
+    buf: &[u8],
+) -> Result<Option<(u16, std::ops::Range<usize>, usize)>, ErrorKind> {
+    let body_at = |body: &[u8]| body.as_ptr() as usize - buf.as_ptr() as usize;
+    match proto {
+        Proto::Http => match parse_response(buf) {
+            Ok(Some(r)) => Ok(Some((
+                r.status,
+                body_at(r.body)..body_at(r.body) + r.body.len(),
+                r.consumed,
+            ))),
+            Ok(None) => Ok(None),
+            Err(_) => Err(ErrorKind::Protocol),
+        },
+        Proto::Zap => match split_frame(buf, MAX_FRAME) {
+            Ok(Some((frame, used))) => {
+                let r = decode_response(frame).map_err(|_| ErrorKind::Protocol)?;
+                Ok(Some((
+                    r.status,
+                    body_at(r.body)..body_at(r.body) + r.body.len(),
+                    used,
+                )))
+            }
+            Ok(None) => Ok(None),
+            Err(_) => Err(ErrorKind::Protocol),
+        },
+    }
+}
+
+/// A full buffer with no whole response yet grows, only for a response larger than any seen
+/// before (memory grows with bytes received), up to the largest frame.
+pub fn grow_if_full(buf: &mut Vec<u8>, filled: usize) -> Result<(), ErrorKind> {
+    if filled == buf.len() {
+        let grown = (buf.len() * 2).min(MAX_FRAME + 4);
+        if grown == buf.len() {
+            return Err(ErrorKind::Protocol);
+        }
+        buf.resize(grown, 0);
+    }
+    Ok(())
+}
+
+/// A whole response read: validated, its status and bytes counted, and what follows it
+/// (pipelined responses) moved to the front of the buffer.
+pub fn settle(
+    req: &Request,
+    stats: &RefCell<Stats>,
+    buf: &mut [u8],
+    filled: &mut usize,
+    (status, body, used): (u16, std::ops::Range<usize>, usize),
+) -> Outcome {
+    let valid = validate(&req.check, status, &buf[body]);
+    {
+        let mut st = stats.borrow_mut();
+        st.status[(status as usize).min(599)] += 1;
+        st.bytes_in += used as u64;
+    }
+    buf.copy_within(used..*filled, 0);
+    *filled -= used;
+    match valid {
+        Ok(()) => Outcome::Ok,
+        Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
+        Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
+    }
 }
 
 /// Reads until `buf[..filled]` starts with one whole response; returns (status, body range,
@@ -98,33 +166,10 @@ async fn read_response(
     let filled_now = filled;
     let filled = &mut *filled_now;
     loop {
-        match proto {
-            Proto::Http => match parse_response(&buf[..*filled]) {
-                Ok(Some(r)) => {
-                    let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
-                    return Ok((r.status, start..start + r.body.len(), r.consumed));
-                }
-                Ok(None) => {}
-                Err(_) => return Err(ErrorKind::Protocol),
-            },
-            Proto::Zap => match split_frame(&buf[..*filled], MAX_FRAME) {
-                Ok(Some((frame, used))) => {
-                    let r = decode_response(frame).map_err(|_| ErrorKind::Protocol)?;
-                    let start = r.body.as_ptr() as usize - buf.as_ptr() as usize;
-                    return Ok((r.status, start..start + r.body.len(), used));
-                }
-                Ok(None) => {}
-                Err(_) => return Err(ErrorKind::Protocol),
-            },
+        if let Some(parsed) = parse_one(proto, &buf[..*filled])? {
+            return Ok(parsed);
         }
-        if *filled == buf.len() {
-            // Only for a response larger than any seen before: grows with bytes received.
-            let grown = (buf.len() * 2).min(MAX_FRAME + 4);
-            if grown == buf.len() {
-                return Err(ErrorKind::Protocol);
-            }
-            buf.resize(grown, 0);
-        }
+        grow_if_full(buf, *filled)?;
         let space = buf.len() - *filled;
         match timeout(IO_TIMEOUT, s.read(&mut buf[*filled..])).await {
             Err(_) => return Err(ErrorKind::Timeout),
@@ -221,22 +266,7 @@ pub async fn run(
                         .await
                     {
                         Err(kind) => Outcome::Fail(kind),
-                        Ok((status, body, used)) => {
-                            let valid = validate(&req.check, status, &buf[body]);
-                            {
-                                let mut st = stats.borrow_mut();
-                                st.status[(status as usize).min(599)] += 1;
-                                st.bytes_in += used as u64;
-                            }
-                            // Pipelined responses after this one move to the front.
-                            buf.copy_within(used..filled, 0);
-                            filled -= used;
-                            match valid {
-                                Ok(()) => Outcome::Ok,
-                                Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
-                                Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
-                            }
-                        }
+                        Ok(parsed) => settle(&req, &stats, &mut buf, &mut filled, parsed),
                     }
                 };
                 restart = record(&phase, &stats, live.as_deref(), &req, sent, outcome);
@@ -260,7 +290,7 @@ pub async fn run(
 
 /// Records one response (or failure); true when the connection must start over. The stats
 /// borrow lives only here, never across an await (other connections on this thread use it).
-fn record(
+pub fn record(
     phase: &Phase,
     stats: &RefCell<Stats>,
     live: Option<&crate::live::LiveCounters>,

@@ -9,6 +9,7 @@ mod live;
 mod scenario;
 mod stats;
 mod target;
+mod uring;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -85,9 +86,19 @@ struct Args {
     /// connections: ADDR[:LOW-HIGH],... (e.g. 10.0.0.2:40000-40999,10.0.0.3).
     #[arg(long, value_parser = bind::parse)]
     bind: Option<bind::Bind>,
+    /// I/O engine: tokio (epoll; every mode) or uring (one io_uring per thread for the closed
+    /// loop with one request in flight: fewer system calls per request).
+    #[arg(long, value_enum, default_value = "tokio")]
+    io: Io,
     /// Interval of --live lines and of the terminal progress line.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     live_interval: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Io {
+    Tokio,
+    Uring,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -156,6 +167,10 @@ fn run(args: Args) -> Result<i32> {
             .map_err(anyhow::Error::msg)?;
     }
     let bind = args.bind.clone().map(Arc::new);
+    if args.io == Io::Uring && (args.pipeline > 1 || args.rate.is_some() || args.bind.is_some()) {
+        bail!("--io uring runs the closed loop with one request in flight: it does not take --pipeline, --rate or --bind");
+    }
+    let io = args.io;
     let duration = match (args.duration, args.requests) {
         (Some(d), _) => d,
         (None, Some(_)) => Duration::from_secs(24 * 3600),
@@ -227,6 +242,12 @@ fn run(args: Args) -> Result<i32> {
             std::thread::Builder::new()
                 .name(format!("rxload-{t}"))
                 .spawn(move || -> Result<Stats> {
+                    if io == Io::Uring {
+                        let stats = RefCell::new(Stats::new());
+                        let n = schedules.len();
+                        uring::run(n, addr, &req, &phase, &stats, live.as_deref())?;
+                        return Ok(stats.into_inner());
+                    }
                     let rt = tokio::runtime::Builder::new_current_thread()
                         .enable_io()
                         .enable_time()

@@ -60,45 +60,51 @@ fn errors(v: &Value) -> u64 {
 #[test]
 fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
     let s = server();
-    for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
-        for scenario in ["health", "rpc", "echo"] {
-            for size in if scenario == "echo" {
-                &["tiny", "chat", "large"][..]
-            } else {
-                &["tiny"][..]
-            } {
-                let target = format!("{scheme}://{addr}");
-                let (code, v, err) = rxload(&[
-                    &target,
-                    "--scenario",
-                    scenario,
-                    "--body-size",
-                    size,
-                    "-c",
-                    "4",
-                    "-t",
-                    "1",
-                    "-d",
-                    "600ms",
-                    "--warmup",
-                    "300ms",
-                ]);
-                let what = format!("{scheme} {scenario} {size}");
-                assert_eq!(code, 0, "{what}: {err}");
-                assert!(v["requests"].as_u64().unwrap() > 50, "{what}: {v}");
-                assert_eq!(errors(&v), 0, "{what}: {v}");
-                assert_eq!(
-                    v["client"]["allocs_per_request"].as_f64().unwrap(),
-                    0.0,
-                    "{what}: zero allocation per request"
-                );
-                for q in ["p50", "p90", "p99", "p99.9", "p99.99", "max"] {
+    for io in ["tokio", "uring"] {
+        for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
+            for scenario in ["health", "rpc", "echo"] {
+                for size in if scenario == "echo" {
+                    &["tiny", "chat", "large"][..]
+                } else {
+                    &["tiny"][..]
+                } {
+                    let target = format!("{scheme}://{addr}");
+                    let (code, v, err) = rxload(&[
+                        &target,
+                        "--io",
+                        io,
+                        "--scenario",
+                        scenario,
+                        "--body-size",
+                        size,
+                        "-c",
+                        "4",
+                        "-t",
+                        "1",
+                        "-d",
+                        "600ms",
+                        "--warmup",
+                        "300ms",
+                    ]);
+                    let what = format!("--io {io}: {scheme} {scenario} {size}");
+                    assert_eq!(code, 0, "{what}: {err}");
+                    assert!(v["requests"].as_u64().unwrap() > 50, "{what}: {v}");
+                    assert_eq!(errors(&v), 0, "{what}: {v}");
+                    assert_eq!(
+                        v["client"]["allocs_per_request"].as_f64().unwrap(),
+                        0.0,
+                        "{what}: zero allocation per request"
+                    );
+                    for q in ["p50", "p90", "p99", "p99.9", "p99.99", "max"] {
+                        assert!(
+                            v["latency_us"]["quantiles"][q].as_u64().unwrap() > 0,
+                            "{what}: {q}"
+                        );
+                    }
                     assert!(
-                        v["latency_us"]["quantiles"][q].as_u64().unwrap() > 0,
-                        "{what}: {q}"
+                        v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap()
                     );
                 }
-                assert!(v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap());
             }
         }
     }
@@ -188,10 +194,12 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
             "read",
         ),
     ];
-    for (reply, close, kind) in cases {
+    for ((reply, close, kind), io) in cases.into_iter().flat_map(|c| [(c, "tokio"), (c, "uring")]) {
         let addr = misbehaving(reply, close);
         let (code, v, _) = rxload(&[
             &format!("http://{addr}"),
+            "--io",
+            io,
             "-c",
             "2",
             "-t",
@@ -201,10 +209,40 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
             "--warmup",
             "0s",
         ]);
-        assert_eq!(code, 1, "{kind}: nothing valid, non-zero exit");
-        assert_eq!(v["requests"], 0, "{kind}");
-        assert!(v["errors"][kind].as_u64().unwrap() > 0, "{kind}: {v}");
+        assert_eq!(code, 1, "{kind} ({io}): nothing valid, non-zero exit");
+        assert_eq!(v["requests"], 0, "{kind} ({io})");
+        assert!(
+            v["errors"][kind].as_u64().unwrap() > 0,
+            "{kind} ({io}): {v}"
+        );
     }
+    // --io uring: a refused connection is a connect error, and what it cannot do is refused.
+    let gone = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (code, v, _) = rxload(&[
+        &format!("http://{gone}"),
+        "--io",
+        "uring",
+        "-c",
+        "1",
+        "-d",
+        "300ms",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 1);
+    assert!(v["errors"]["connect"].as_u64().unwrap() > 0, "{v}");
+    let (code, _, err) = rxload(&[
+        &format!("http://{gone}"),
+        "--io",
+        "uring",
+        "--pipeline",
+        "4",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--io uring runs the closed loop"), "{err}");
     // A ZAP server that sends a zero length prefix: a protocol error.
     let addr = misbehaving(&[0, 0, 0, 0], false);
     let (_, v, _) = rxload(&[

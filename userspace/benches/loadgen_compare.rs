@@ -2,8 +2,9 @@
 //! other, arms alternating per repetition, ratios per repetition:
 //! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same
 //!    connections, for /health and /rpc.
-//! 2. rxload vs wrk on HTTP /health, against this server and against nginx (Debian, one
-//!    worker pinned like ours): req/s, and requests per CPU-second of the load generator.
+//! 2. rxload (each I/O engine: tokio, io_uring) vs wrk on HTTP /health, against this server
+//!    and against nginx (Debian, one worker pinned like ours): req/s, and requests per
+//!    CPU-second of the load generator.
 //!
 //! (Both run in the same process and repetitions.)
 //! Needs RXLOAD (path to a release rxload) and wrk: run it with `cargo xtask bench loadgen`.
@@ -22,7 +23,7 @@ const DURATION: &str = "4s";
 const REPS: usize = 5;
 
 /// rxload's (req/s, requests per its own CPU-second).
-fn rxload(target: &str, scenario: &str, cpu: u32) -> (f64, f64) {
+fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> (f64, f64) {
     let rxload = std::env::var("RXLOAD")
         .expect("RXLOAD=path to a release rxload (cargo xtask bench loadgen sets it)");
     let json = std::env::temp_dir().join(format!("rxload-bench-{}.json", std::process::id()));
@@ -42,6 +43,8 @@ fn rxload(target: &str, scenario: &str, cpu: u32) -> (f64, f64) {
             DURATION,
             "--warmup",
             "500ms",
+            "--io",
+            io,
             "--json",
         ])
         .arg(&json)
@@ -99,7 +102,13 @@ fn main() {
             let mut r = [0f64; 2];
             for k in 0..2 {
                 let i = (k + rep) % 2;
-                r[i] = rxload(if i == 0 { &http } else { &zap }, scenario, load_cpu).0;
+                r[i] = rxload(
+                    if i == 0 { &http } else { &zap },
+                    scenario,
+                    load_cpu,
+                    "tokio",
+                )
+                .0;
             }
             println!(
                 "{scenario} rep {rep}: HTTP {:.0} req/s, ZAP {:.0} req/s, ZAP/HTTP {:.2}",
@@ -123,36 +132,56 @@ fn main() {
         ("rxsteer", http.clone()),
         ("nginx", format!("http://127.0.0.1:{port}")),
     ] {
-        let (mut rps_ratio, mut cpu_ratio, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+        // Arms: rxload on tokio, rxload on io_uring, wrk; the order rotates each repetition.
+        let arms = ["rxload", "rxload --io uring", "wrk"];
+        let mut ratios: [[Vec<f64>; 2]; 2] = Default::default();
+        let mut raw = Vec::new();
         for rep in 0..REPS {
-            let mut r = [(0f64, 0f64); 2];
-            for k in 0..2 {
-                let i = (k + rep) % 2;
-                r[i] = if i == 0 {
-                    rxload(&format!("{base}/health"), "health", load_cpu)
-                } else {
-                    {
-                        let w = wrk::run(&format!("{base}/health"), load_cpu, CONNS, DURATION);
+            let mut r = [(0f64, 0f64); 3];
+            for k in 0..3 {
+                let i = (k + rep) % 3;
+                let url = format!("{base}/health");
+                r[i] = match i {
+                    0 => rxload(&url, "health", load_cpu, "tokio"),
+                    1 => rxload(&url, "health", load_cpu, "uring"),
+                    _ => {
+                        let w = wrk::run(&url, load_cpu, CONNS, DURATION);
                         (w.req_per_s, w.req_per_cpu_s)
                     }
                 };
             }
             println!(
-                "{server} rep {rep}: rxload {:.0} req/s ({:.0} per CPU-s), wrk {:.0} req/s ({:.0} per CPU-s)",
-                r[0].0, r[0].1, r[1].0, r[1].1
+                "{server} rep {rep}: rxload {:.0} req/s ({:.0} per CPU-s), rxload --io uring {:.0} req/s ({:.0} per CPU-s), wrk {:.0} req/s ({:.0} per CPU-s)",
+                r[0].0, r[0].1, r[1].0, r[1].1, r[2].0, r[2].1
             );
-            raw.push(json!({"rep": rep, "rxload": {"req_per_s": r[0].0, "req_per_cpu_s": r[0].1}, "wrk": {"req_per_s": r[1].0, "req_per_cpu_s": r[1].1}}));
-            rps_ratio.push(r[0].0 / r[1].0);
-            cpu_ratio.push(r[0].1 / r[1].1);
+            raw.push(
+                json!({"rep": rep, "rxload": {"req_per_s": r[0].0, "req_per_cpu_s": r[0].1},
+                "rxload_uring": {"req_per_s": r[1].0, "req_per_cpu_s": r[1].1},
+                "wrk": {"req_per_s": r[2].0, "req_per_cpu_s": r[2].1}}),
+            );
+            for e in 0..2 {
+                ratios[e][0].push(r[e].0 / r[2].0);
+                ratios[e][1].push(r[e].1 / r[2].1);
+            }
         }
-        let (m, lo, hi) = summary(&mut rps_ratio);
-        let (cm, clo, chi) = summary(&mut cpu_ratio);
-        println!("{server}: rxload / wrk, req/s: median {m:.2}, range {lo:.2}-{hi:.2}");
-        println!("{server}: rxload / wrk, requests per load-generator CPU-second: median {cm:.2}, range {clo:.2}-{chi:.2}");
+        let mut figures = serde_json::Map::new();
+        for (e, [rps, cpu]) in ratios.iter_mut().enumerate() {
+            let (m, lo, hi) = summary(rps);
+            let (cm, clo, chi) = summary(cpu);
+            println!(
+                "{server}: {} / wrk, req/s: median {m:.2}, range {lo:.2}-{hi:.2}",
+                arms[e]
+            );
+            println!("{server}: {} / wrk, requests per load-generator CPU-second: median {cm:.2}, range {clo:.2}-{chi:.2}", arms[e]);
+            figures.insert(
+                if e == 0 { "tokio" } else { "uring" }.into(),
+                json!({"req_per_s": {"median": m, "min": lo, "max": hi}, "req_per_cpu_s": {"median": cm, "min": clo, "max": chi}}),
+            );
+        }
+        figures.insert("raw".into(), json!(raw));
         doc.insert(
             format!("rxload_over_wrk_{server}"),
-            json!({"req_per_s": {"median": m, "min": lo, "max": hi},
-            "req_per_cpu_s": {"median": cm, "min": clo, "max": chi}, "raw": raw}),
+            serde_json::Value::Object(figures),
         );
     }
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {

@@ -1,0 +1,277 @@
+//! `--io uring`: the closed loop (one request in flight per connection) on one io_uring per
+//! thread. Every connection's send, then receive, goes through the ring; a thread enters the
+//! kernel once for all the completions that are ready instead of once per socket operation
+//! (epoll, read, write), which is most of a load generator's own cost on loopback. Responses
+//! are parsed, validated and recorded exactly as the tokio loop does (`conn::parse_one`,
+//! `settle`, `record`); nothing is allocated per request.
+use anyhow::{bail, Context, Result};
+use io_uring::{opcode, types, IoUring};
+use std::{
+    cell::RefCell,
+    io,
+    net::{SocketAddr, TcpStream},
+    os::fd::AsRawFd,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    conn::{grow_if_full, parse_one, record, settle, Outcome, Phase, IO_TIMEOUT},
+    live::LiveCounters,
+    scenario::Request,
+    stats::{ErrorKind, Stats},
+};
+
+const SEND: u64 = 1;
+const RECV: u64 = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for the send of the request's bytes from `sent_bytes` on.
+    Sending,
+    /// Waiting for response bytes.
+    Receiving,
+    /// No connection: open one at `retry_at`.
+    Closed,
+    /// The window is over for this connection.
+    Finished,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    buf: Vec<u8>,
+    filled: usize,
+    sent_bytes: usize,
+    sent_at: Instant,
+    state: State,
+    /// Bumped at each reconnect: completions of an older socket are ignored.
+    generation: u64,
+    retry_at: Instant,
+}
+
+fn user_data(idx: usize, generation: u64, op: u64) -> u64 {
+    (generation << 40) | ((idx as u64) << 8) | op
+}
+
+/// Runs `n` connections to `addr` until the main thread releases the phase.
+pub fn run(
+    n: usize,
+    addr: SocketAddr,
+    req: &Request,
+    phase: &Phase,
+    stats: &RefCell<Stats>,
+    live: Option<&LiveCounters>,
+) -> Result<()> {
+    let mut ring = IoUring::new((2 * n as u32).next_power_of_two().max(8))
+        .context("io_uring_setup (--io uring needs a kernel that allows io_uring)")?;
+    let now = Instant::now();
+    let mut conns: Vec<Conn> = (0..n)
+        .map(|_| Conn {
+            stream: None,
+            buf: vec![0u8; (req.bytes.len() * 2).max(16 << 10)],
+            filled: 0,
+            sent_bytes: 0,
+            sent_at: now,
+            state: State::Closed,
+            generation: 0,
+            retry_at: now,
+        })
+        .collect();
+    // Completions are copied out before they are handled (handling pushes new entries);
+    // the vector is allocated once, as large as the completion queue.
+    let mut completions: Vec<(u64, i32)> = Vec::with_capacity(ring.params().cq_entries() as usize);
+    let mut in_flight = 0usize;
+    let fail = |c: &mut Conn, kind: ErrorKind| {
+        record(phase, stats, live, req, c.sent_at, Outcome::Fail(kind));
+        c.stream = None;
+        c.state = State::Closed;
+        c.retry_at = Instant::now();
+        c.generation += 1;
+    };
+    loop {
+        let now = Instant::now();
+        // Open what is closed (and due), then start its request.
+        for (i, c) in conns.iter_mut().enumerate() {
+            if c.state != State::Closed || now < c.retry_at {
+                continue;
+            }
+            if phase.finished(now) {
+                c.state = State::Finished;
+                continue;
+            }
+            match TcpStream::connect_timeout(&addr, IO_TIMEOUT) {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    c.stream = Some(s);
+                    c.filled = 0;
+                    start_request(&mut ring, i, c, &req.bytes, &mut in_flight)?;
+                }
+                Err(_) => {
+                    if phase.measuring(now) {
+                        stats.borrow_mut().error(ErrorKind::Connect);
+                    }
+                    c.retry_at = now + Duration::from_millis(20);
+                }
+            }
+        }
+        if conns.iter().all(|c| c.state == State::Finished) {
+            break;
+        }
+        // Wait for at least one completion, or 100 ms (to open connections that are due and
+        // to notice stalls).
+        let ts = types::Timespec::new().nsec(100_000_000);
+        match ring
+            .submitter()
+            .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts))
+        {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => {}
+            Err(e) => return Err(e).context("io_uring_enter"),
+        }
+        completions.clear();
+        completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
+        for &(ud, res) in &completions {
+            in_flight -= 1;
+            let (generation, idx, op) = (ud >> 40, ((ud >> 8) & 0xffff_ffff) as usize, ud & 0xff);
+            let c = &mut conns[idx];
+            if generation != c.generation {
+                continue;
+            }
+            match (op, res) {
+                (SEND, r) if r < 0 => fail(c, ErrorKind::Write),
+                (SEND, r) => {
+                    c.sent_bytes += r as usize;
+                    if c.sent_bytes < req.bytes.len() {
+                        push_send(&mut ring, idx, c, &req.bytes, &mut in_flight)?;
+                    } else {
+                        c.state = State::Receiving;
+                        push_recv(&mut ring, idx, c, &mut in_flight)?;
+                    }
+                }
+                (RECV, r) if r <= 0 => fail(c, ErrorKind::Read),
+                (RECV, r) => {
+                    c.filled += r as usize;
+                    match parse_one(req.proto, &c.buf[..c.filled]) {
+                        Err(kind) => fail(c, kind),
+                        Ok(None) => match grow_if_full(&mut c.buf, c.filled) {
+                            Err(kind) => fail(c, kind),
+                            Ok(()) => push_recv(&mut ring, idx, c, &mut in_flight)?,
+                        },
+                        Ok(Some(parsed)) => {
+                            let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
+                            if record(phase, stats, live, req, c.sent_at, outcome) {
+                                // Framing may be lost: start over on a new connection.
+                                c.stream = None;
+                                c.state = State::Closed;
+                                c.retry_at = Instant::now();
+                                c.generation += 1;
+                            } else if phase.finished(Instant::now()) {
+                                c.state = State::Finished;
+                            } else {
+                                start_request(&mut ring, idx, c, &req.bytes, &mut in_flight)?;
+                            }
+                        }
+                    }
+                }
+                _ => bail!("unexpected io_uring completion {ud:#x}"),
+            }
+        }
+        // A server that stops answering: end the receive; its completion (0) fails it.
+        let now = Instant::now();
+        for c in conns.iter_mut() {
+            if c.state == State::Receiving && now.duration_since(c.sent_at) > IO_TIMEOUT {
+                if let Some(s) = &c.stream {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                record(
+                    phase,
+                    stats,
+                    live,
+                    req,
+                    c.sent_at,
+                    Outcome::Fail(ErrorKind::Timeout),
+                );
+                c.stream = None;
+                c.state = State::Closed;
+                c.retry_at = now;
+                c.generation += 1;
+            }
+        }
+    }
+    // The kernel may still hold a receive ended by a timeout: let it complete before the
+    // buffers it points into are freed.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while in_flight > 0 && Instant::now() < deadline {
+        let ts = types::Timespec::new().nsec(10_000_000);
+        let _ = ring
+            .submitter()
+            .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
+        in_flight -= ring.completion().count();
+    }
+    drop(ring);
+    // As the tokio loop: stay until the main thread has read the window's figures.
+    while !phase.done() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+fn start_request(
+    ring: &mut IoUring,
+    idx: usize,
+    c: &mut Conn,
+    bytes: &[u8],
+    in_flight: &mut usize,
+) -> io::Result<()> {
+    c.sent_bytes = 0;
+    c.sent_at = Instant::now();
+    c.state = State::Sending;
+    push_send(ring, idx, c, bytes, in_flight)
+}
+
+fn push_send(
+    ring: &mut IoUring,
+    idx: usize,
+    c: &Conn,
+    bytes: &[u8],
+    in_flight: &mut usize,
+) -> io::Result<()> {
+    let fd = c.stream.as_ref().expect("an open connection").as_raw_fd();
+    let rest = &bytes[c.sent_bytes..];
+    let sqe = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
+        .build()
+        .user_data(user_data(idx, c.generation, SEND));
+    push(ring, &sqe, in_flight)
+}
+
+fn push_recv(
+    ring: &mut IoUring,
+    idx: usize,
+    c: &mut Conn,
+    in_flight: &mut usize,
+) -> io::Result<()> {
+    let fd = c.stream.as_ref().expect("an open connection").as_raw_fd();
+    let space = &mut c.buf[c.filled..];
+    let sqe = opcode::Recv::new(types::Fd(fd), space.as_mut_ptr(), space.len() as u32)
+        .build()
+        .user_data(user_data(idx, c.generation, RECV));
+    push(ring, &sqe, in_flight)
+}
+
+fn push(
+    ring: &mut IoUring,
+    sqe: &io_uring::squeue::Entry,
+    in_flight: &mut usize,
+) -> io::Result<()> {
+    loop {
+        // SAFETY: each entry points into memory that outlives its completion: the request
+        // bytes live for the whole run, a connection's buffer is neither resized nor freed
+        // while its one operation is in flight, and the ring is drained (or dropped) before
+        // the connections are.
+        if unsafe { ring.submission().push(sqe) }.is_ok() {
+            *in_flight += 1;
+            return Ok(());
+        }
+        // A full submission queue: hand what is queued to the kernel, then queue this one.
+        ring.submit()?;
+    }
+}
