@@ -175,7 +175,8 @@ fn real_main() -> Result<()> {
                 std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
             }
             if matches!(which, Which::Loadgen | Which::All) {
-                ensure::packages_for("bench loadgen", &[("wrk", "wrk")])?;
+                // rxload and wrk are compared against our server and against nginx.
+                ensure::packages_for("bench loadgen", &[("wrk", "wrk"), ("nginx", "nginx")])?;
                 bench::run(&paths, &bench::LOADGEN)?;
             }
             if matches!(which, Which::Barrage | Which::All) {
