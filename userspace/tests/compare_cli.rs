@@ -189,3 +189,75 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// Direct children of `pid` (from /proc/*/stat).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                // pid (comm) state ppid ...: comm may hold spaces, so split after the ')'.
+                s.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-kill-{}", std::process::id()));
+    let mut compare = Command::new(RXSTEER)
+        .args([
+            "compare", "--force", "--steer", "cpumap", "--proto", "http", "-d", "60s", "--reps",
+            "1", "--no-tui", "--out",
+        ])
+        .arg(&out_dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let live = out_dir.join("live-cpumap-http-rep0.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let kids = children(compare.id());
+    assert!(kids.len() >= 3, "attach, serve and rxload: {kids:?}");
+    compare.kill().unwrap();
+    compare.wait().unwrap();
+    // Each child is told by the kernel (PR_SET_PDEATHSIG) and ends; attach reverts on the way.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while kids
+        .iter()
+        .any(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "orphans still running: {kids:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The killed run's lab namespaces are still there; the next start removes them and says so.
+    let next = Command::new(RXSTEER)
+        .args([
+            "compare", "--force", "--steer", "none", "--proto", "http", "-d", "300ms", "--warmup",
+            "0s", "--reps", "1", "--no-tui", "--out",
+        ])
+        .arg(out_dir.join("next"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&next.stderr);
+    assert!(next.status.success(), "{err}");
+    assert!(err.contains("left by an earlier run"), "{err}");
+    assert_eq!(common::host_state(), before, "the host is as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

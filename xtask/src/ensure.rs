@@ -15,16 +15,19 @@ const BPF_LINKER_LLVM_MAJORS: [u32; 3] = [21, 22, 23];
 pub const EBPF_TOOLCHAIN: &str = "nightly";
 
 /// Commands the tests and the lab use, and the Debian package of each.
-const PACKAGES: [(&str, &str); 7] = [
+const PACKAGES: [(&str, &str); 5] = [
     ("ip", "iproute2"),
     ("ethtool", "ethtool"),
     ("bpftool", "bpftool"),
     ("taskset", "util-linux"),
-    // ssh:// loaders, and their test (an sshd in a namespace of its own).
+    // The client for ssh:// loaders.
     ("ssh", "openssh-client"),
-    ("ssh-keygen", "openssh-client"),
-    ("sshd", "openssh-server"),
 ];
+
+/// What only the tests need: the ssh-loader test runs its own sshd in a namespace, with keys
+/// it makes (ssh-keygen). Not installed for `run`: a user's machine gets no sshd from rxsteer.
+pub const TEST_PACKAGES: [(&str, &str); 2] =
+    [("ssh-keygen", "openssh-client"), ("sshd", "openssh-server")];
 
 pub struct Paths {
     pub root: PathBuf,

@@ -112,6 +112,7 @@ fn real_main() -> Result<()> {
             if !cmd::is_root() {
                 eprintln!("xtask test: not root: the XDP, tracepoint and netns tests will fail");
             }
+            ensure::packages_for("test", &ensure::TEST_PACKAGES)?;
             // The aarch64 binaries, for the test that runs them under qemu-user.
             let aarch64 = cross::build(&paths, cross::AARCH64)?;
             let tested = cmd::run(

@@ -12,7 +12,7 @@ use std::{
 
 use super::{
     merge::merge,
-    session::{HTTP_PORT, ZAP_PORT},
+    session::{die_with_parent, HTTP_PORT, ZAP_PORT},
     ssh::{parse_dest, SshDest, SshLoaders},
     Proto, Scenario,
 };
@@ -169,6 +169,7 @@ impl Loader<'_> {
         let _ = std::fs::remove_file(&spec.live);
         let rxload = rxload_path()?;
         let local = |mut cmd: Command| -> Result<Vec<Child>> {
+            die_with_parent(&mut cmd);
             cmd.args(spec.rxload_args())
                 .args(spec.local_files())
                 .stdin(Stdio::null())
@@ -212,8 +213,9 @@ impl Loader<'_> {
                     let remote = s.remote_rxload();
                     let mut all: Vec<&str> = vec![&remote];
                     all.extend(args.iter().map(String::as_str));
-                    s.ssh(d, &all)
-                        .stdout(Stdio::null())
+                    let mut c = s.ssh(d, &all);
+                    die_with_parent(&mut c);
+                    c.stdout(Stdio::null())
                         .stderr(std::fs::File::create(&live)?)
                         .spawn()
                         .with_context(|| format!("starting rxload on {d}"))

@@ -21,9 +21,27 @@ pub const ZAP_PORT: u16 = 9653;
 
 /// A program run where the server side lives: in the lab's server namespace, or on this host.
 pub fn command_at(ns: Option<&crate::netns::Netns>, program: &Path) -> Command {
-    match ns {
+    let mut c = match ns {
         Some(ns) => ns.command(&program.display().to_string()),
         None => Command::new(program),
+    };
+    die_with_parent(&mut c);
+    c
+}
+
+/// The child gets SIGTERM when rxsteer dies, however it dies (SIGKILL included): attach then
+/// reverts the mode and the server and load generators stop, instead of steering on as
+/// orphans. (The setting survives the exec of `ip netns exec` and of the program.)
+pub fn die_with_parent(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
