@@ -111,15 +111,8 @@ fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
         return;
     }
     let (sender, target) = (cpus[0], *cpus.last().unwrap());
-    let lab = lab('k');
     // TX checksum offload off on the sender: native-XDP cpumap on veth drops partial checksums.
-    let st = lab
-        .client
-        .command("ethtool")
-        .args(["-K", &lab.client_dev, "tx", "off"])
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    let lab = common::nic_lab('k');
     let before = touched(&lab);
     let (mut top, said) = attach(
         &lab,
