@@ -75,10 +75,14 @@ pub fn render(run: &Value) -> Result<String> {
     };
     writeln!(
         o,
-        "`{}` scenario over {}, {} s measured per load after {} s of warm-up, {} connections, {} repetitions (mode order rotated); {where_}.\n",
+        "`{}` scenario over {}, {} s measured per load{}, {} connections, {} repetitions (mode order rotated); {where_}.\n",
         run["scenario"].as_str().unwrap_or("health"),
         protos.iter().map(|p| proto_label(p)).collect::<Vec<_>>().join(" and "),
-        run["seconds"], run["warmup_s"], run["connections"], reps(rows)
+        run["seconds"],
+        // Runs stored before the warm-up was recorded leave it out rather than print null.
+        run["warmup_s"].as_f64().map_or(String::new(), |w| format!(" after {w} s of warm-up")),
+        run["connections"],
+        reps(rows)
     )?;
     let env = &run["environment"];
     if !env.is_null() {

@@ -153,6 +153,17 @@ mod tests {
     }
 
     #[test]
+    fn runs_stored_before_setup_and_warm_up_were_recorded_still_render() {
+        let v = serde_json::json!({"cpus": 2, "seconds": 4, "connections": 32,
+            "roles": {"rx_cpu": 0, "server_cpus": [1], "loader_cpus": [0]},
+            "runs": [{"rep": 0, "mode": "none", "req_per_s": 100.0, "p99_us": 900, "receive_ms_per_s": [1.0, 2.0]}]});
+        let md = render(&v).unwrap();
+        assert!(md.contains("4 s measured per load, 32 connections"), "{md}");
+        assert!(md.contains("receive (NAPI) CPU 0, server CPUs [1]"), "{md}");
+        assert!(!md.contains("null"), "{md}");
+    }
+
+    #[test]
     fn a_loaded_machine_marks_the_report() {
         let mut r = run();
         r["loaded_machine"] =
