@@ -28,8 +28,12 @@ fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
         .expect("attach in the server namespace")
 }
 
+/// NET_RX is machine-wide: these tests compare exact counts, so they run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn udp_is_counted_exactly_on_the_cpu_that_sent_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = lab('u');
     let (dp, counters) = observe(&lab);
     let rx0 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
@@ -81,6 +85,7 @@ fn net_rx_runs(counters: &Counters) -> BTreeMap<u32, u64> {
 
 #[test]
 fn tcp_to_the_http_port_is_http_and_net_rx_runs_match_proc_softirqs() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = lab('t');
     let (_dp, counters) = observe(&lab);
     let cpus = online_cpus();
@@ -93,8 +98,10 @@ fn tcp_to_the_http_port_is_http_and_net_rx_runs_match_proc_softirqs() {
     tcp_exchanges(&lab.client, client_cpu, lab.server_ip, 8080, 300, 64);
     server.join().unwrap().unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    let proc1 = procfs::proc_softirqs("NET_RX").unwrap();
+    // The same order as at the start (ours, then /proc): both windows shift by the same small
+    // gap, so runs that fall between the two reads cancel instead of adding up.
     let ours1 = net_rx_runs(&counters);
+    let proc1 = procfs::proc_softirqs("NET_RX").unwrap();
     let rx1 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
 
     let per_cpu = counters.rx().unwrap();
