@@ -54,6 +54,17 @@ struct Conn {
     retry_at: Instant,
 }
 
+impl Conn {
+    /// Drops the socket and opens a new one on the next pass; completions of the old one
+    /// are ignored from now on.
+    fn reopen(&mut self) {
+        self.stream = None;
+        self.state = State::Closed;
+        self.retry_at = Instant::now();
+        self.generation += 1;
+    }
+}
+
 fn user_data(idx: usize, generation: u64, op: u64) -> u64 {
     (generation << 40) | ((idx as u64) << 8) | op
 }
@@ -91,10 +102,7 @@ pub fn run(
     let mut in_flight = 0usize;
     let fail = |c: &mut Conn, kind: ErrorKind| {
         record(phase, stats, live, req, c.sent_at, Outcome::Fail(kind));
-        c.stream = None;
-        c.state = State::Closed;
-        c.retry_at = Instant::now();
-        c.generation += 1;
+        c.reopen();
     };
     loop {
         let now = Instant::now();
@@ -176,10 +184,7 @@ pub fn run(
                             let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
                             if record(phase, stats, live, req, c.sent_at, outcome) {
                                 // Framing may be lost: start over on a new connection.
-                                c.stream = None;
-                                c.state = State::Closed;
-                                c.retry_at = Instant::now();
-                                c.generation += 1;
+                                c.reopen();
                             } else if phase.finished(Instant::now()) {
                                 c.state = State::Finished;
                             } else {
@@ -191,25 +196,15 @@ pub fn run(
                 _ => bail!("unexpected io_uring completion {ud:#x}"),
             }
         }
-        // A server that stops answering: end the receive; its completion (0) fails it.
+        // A server that stops answering: a timeout. shutdown() ends the pending receive,
+        // whose completion then belongs to an old generation and is ignored.
         let now = Instant::now();
         for c in conns.iter_mut() {
             if c.state == State::Receiving && now.duration_since(c.sent_at) > IO_TIMEOUT {
                 if let Some(s) = &c.stream {
                     let _ = s.shutdown(std::net::Shutdown::Both);
                 }
-                record(
-                    phase,
-                    stats,
-                    live,
-                    req,
-                    c.sent_at,
-                    Outcome::Fail(ErrorKind::Timeout),
-                );
-                c.stream = None;
-                c.state = State::Closed;
-                c.retry_at = now;
-                c.generation += 1;
+                fail(c, ErrorKind::Timeout);
             }
         }
     }

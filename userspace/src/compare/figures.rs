@@ -148,11 +148,8 @@ pub fn environment() -> Value {
 /// What the run's interface is: its driver and GRO state (ethtool, where the interface lives).
 pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Value {
     let ethtool = |args: &[&str]| -> String {
-        let mut c = match ns {
-            Some(ns) => ns.command("ethtool"),
-            None => std::process::Command::new("ethtool"),
-        };
-        c.args(args)
+        super::session::command_at(ns, std::path::Path::new("ethtool"))
+            .args(args)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default()
