@@ -1,14 +1,17 @@
 //! `--io uring`: the closed loop (one request in flight per connection) on one io_uring per
-//! thread. Every connection's send, then receive, goes through the ring; a thread enters the
-//! kernel once for all the completions that are ready instead of once per socket operation
-//! (epoll, read, write), which is most of a load generator's own cost on loopback. Responses
+//! thread. A request is one linked pair of entries: the send (MSG_WAITALL, its success posting
+//! no completion) and the receive, which waits for data first instead of trying a read that
+//! can only find the socket empty (IORING_RECVSEND_POLL_FIRST). So a request costs one entry
+//! pair and one completion, and a thread enters the kernel once for all the completions that
+//! are ready instead of once per socket operation (epoll, read, write), which is most of a
+//! load generator's own cost on loopback. Responses
 //! are parsed, validated and recorded exactly as the tokio loop does (`conn::parse_one`,
 //! `settle`, `record`); nothing is allocated per request. The ring defers completion work to
 //! the thread's own kernel entries (SINGLE_ISSUER, DEFER_TASKRUN), and each entry waits for
 //! an eighth of the operations in flight, at most 100 us: a response can be timed up to that
 //! much late, which the tokio engine (default) does not do.
 use anyhow::{bail, Context, Result};
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 use std::{
     cell::RefCell,
     io,
@@ -32,9 +35,7 @@ const RECV: u64 = 2;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Waiting for the send of the request's bytes from `sent_bytes` on.
-    Sending,
-    /// Waiting for response bytes.
+    /// The request's send and the receive linked to it are in flight.
     Receiving,
     /// No connection: open one at `retry_at`.
     Closed,
@@ -46,7 +47,6 @@ struct Conn {
     stream: Option<TcpStream>,
     buf: Vec<u8>,
     filled: usize,
-    sent_bytes: usize,
     sent_at: Instant,
     state: State,
     /// Bumped at each reconnect: completions of an older socket are ignored.
@@ -89,7 +89,6 @@ pub fn run(
             stream: None,
             buf: vec![0u8; (req.bytes.len() * 2).max(16 << 10)],
             filled: 0,
-            sent_bytes: 0,
             sent_at: now,
             state: State::Closed,
             generation: 0,
@@ -154,23 +153,21 @@ pub fn run(
         completions.clear();
         completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
         for &(ud, res) in &completions {
-            in_flight -= 1;
             let (generation, idx, op) = (ud >> 40, ((ud >> 8) & 0xffff_ffff) as usize, ud & 0xff);
+            // `in_flight` counts receives: each request has exactly one, which always
+            // completes (a cancelled one too); a send's rare completion is extra.
+            if op == RECV {
+                in_flight -= 1;
+            }
             let c = &mut conns[idx];
             if generation != c.generation {
                 continue;
             }
             match (op, res) {
-                (SEND, r) if r < 0 => fail(c, ErrorKind::Write),
-                (SEND, r) => {
-                    c.sent_bytes += r as usize;
-                    if c.sent_bytes < req.bytes.len() {
-                        push_send(&mut ring, idx, c, &req.bytes, &mut in_flight)?;
-                    } else {
-                        c.state = State::Receiving;
-                        push_recv(&mut ring, idx, c, &mut in_flight)?;
-                    }
-                }
+                // A send completes only when it failed or came up short (MSG_WAITALL retries
+                // partial sends itself); its linked receive is then cancelled, and that
+                // completion belongs to the old generation after this reopen.
+                (SEND, _) => fail(c, ErrorKind::Write),
                 (RECV, r) if r <= 0 => fail(c, ErrorKind::Read),
                 (RECV, r) => {
                     c.filled += r as usize;
@@ -178,7 +175,7 @@ pub fn run(
                         Err(kind) => fail(c, kind),
                         Ok(None) => match grow_if_full(&mut c.buf, c.filled) {
                             Err(kind) => fail(c, kind),
-                            Ok(()) => push_recv(&mut ring, idx, c, &mut in_flight)?,
+                            Ok(()) => push_recv(&mut ring, idx, c, 0, &mut in_flight)?,
                         },
                         Ok(Some(parsed)) => {
                             let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
@@ -216,7 +213,11 @@ pub fn run(
         let _ = ring
             .submitter()
             .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
-        in_flight -= ring.completion().count();
+        let done = ring
+            .completion()
+            .filter(|cqe| cqe.user_data() & 0xff == RECV)
+            .count();
+        in_flight = in_flight.saturating_sub(done);
     }
     drop(ring);
     // As the tokio loop: stay until the main thread has read the window's figures.
@@ -226,6 +227,7 @@ pub fn run(
     Ok(())
 }
 
+/// Queues the request's send and, linked behind it, the receive of its response.
 fn start_request(
     ring: &mut IoUring,
     idx: usize,
@@ -233,53 +235,57 @@ fn start_request(
     bytes: &[u8],
     in_flight: &mut usize,
 ) -> io::Result<()> {
-    c.sent_bytes = 0;
     c.sent_at = Instant::now();
-    c.state = State::Sending;
-    push_send(ring, idx, c, bytes, in_flight)
+    c.state = State::Receiving;
+    let fd = c.stream.as_ref().expect("an open connection").as_raw_fd();
+    let send = opcode::Send::new(types::Fd(fd), bytes.as_ptr(), bytes.len() as u32)
+        .flags(libc::MSG_WAITALL)
+        .build()
+        .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data(idx, c.generation, SEND));
+    // A link is formed only within one submission: keep the pair in the same one. (Split,
+    // it would still be correct, the receive waiting for data that needs the send, just
+    // not ordered by the kernel.)
+    let sq = ring.submission();
+    let free = sq.capacity() - sq.len();
+    drop(sq);
+    if free < 2 {
+        ring.submit()?;
+    }
+    push(ring, &send)?;
+    push_recv(ring, idx, c, POLL_FIRST, in_flight)
 }
 
-fn push_send(
-    ring: &mut IoUring,
-    idx: usize,
-    c: &Conn,
-    bytes: &[u8],
-    in_flight: &mut usize,
-) -> io::Result<()> {
-    let fd = c.stream.as_ref().expect("an open connection").as_raw_fd();
-    let rest = &bytes[c.sent_bytes..];
-    let sqe = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
-        .build()
-        .user_data(user_data(idx, c.generation, SEND));
-    push(ring, &sqe, in_flight)
-}
+/// The response is never there yet when the receive is first issued: wait for data instead
+/// of trying a read that can only fail with EAGAIN.
+/// IORING_RECVSEND_POLL_FIRST (linux/io_uring.h; the crate does not re-export it), 5.19+.
+const POLL_FIRST: u16 = 1 << 0;
 
 fn push_recv(
     ring: &mut IoUring,
     idx: usize,
     c: &mut Conn,
+    ioprio: u16,
     in_flight: &mut usize,
 ) -> io::Result<()> {
     let fd = c.stream.as_ref().expect("an open connection").as_raw_fd();
     let space = &mut c.buf[c.filled..];
     let sqe = opcode::Recv::new(types::Fd(fd), space.as_mut_ptr(), space.len() as u32)
+        .ioprio(ioprio)
         .build()
         .user_data(user_data(idx, c.generation, RECV));
-    push(ring, &sqe, in_flight)
+    push(ring, &sqe)?;
+    *in_flight += 1;
+    Ok(())
 }
 
-fn push(
-    ring: &mut IoUring,
-    sqe: &io_uring::squeue::Entry,
-    in_flight: &mut usize,
-) -> io::Result<()> {
+fn push(ring: &mut IoUring, sqe: &squeue::Entry) -> io::Result<()> {
     loop {
         // SAFETY: each entry points into memory that outlives its completion: the request
         // bytes live for the whole run, a connection's buffer is neither resized nor freed
         // while its one operation is in flight, and the ring is drained (or dropped) before
         // the connections are.
         if unsafe { ring.submission().push(sqe) }.is_ok() {
-            *in_flight += 1;
             return Ok(());
         }
         // A full submission queue: hand what is queued to the kernel, then queue this one.
