@@ -9,6 +9,8 @@
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "common/nginx.rs"]
 mod nginx;
 #[path = "common/wrk.rs"]
@@ -25,6 +27,7 @@ const REPS: usize = 5;
 fn cpu_seconds(stat_path: &str) -> f64 {
     let s = std::fs::read_to_string(stat_path).unwrap();
     let after = &s[s.rfind(')').unwrap() + 1..];
+    assert!(after.split_whitespace().count() > 12, "{stat_path}: {s:?}");
     let f: Vec<u64> = after
         .split_whitespace()
         .map(|x| x.parse().unwrap_or(0))
@@ -35,13 +38,7 @@ fn cpu_seconds(stat_path: &str) -> f64 {
 
 /// /proc/.../stat of our server's worker thread.
 fn our_worker() -> String {
-    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if comm.trim() == "rxsteer-serve-0" {
-            return t.path().join("stat").display().to_string();
-        }
-    }
-    panic!("no rxsteer-serve-0 thread");
+    own_thread("rxsteer-serve-0")
 }
 
 /// /proc/PID/stat of nginx's worker process (the master's child).
@@ -57,6 +54,26 @@ fn nginx_worker(master: u32) -> String {
     panic!("nginx started no worker");
 }
 
+/// (median, min, max) of per-repetition ratios.
+fn summary(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// Thread `name`'s /proc stat in this process.
+fn own_thread(name: &str) -> String {
+    for _ in 0..100 {
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                return t.path().join("stat").display().to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no {name} thread");
+}
+
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (wrk_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
@@ -70,55 +87,100 @@ fn main() {
     .unwrap();
     let port = free_port();
     let nginx_proc = nginx(port, server_cpu);
-    let stats = [our_worker(), nginx_worker(nginx_proc.id())];
-    let targets = [
-        ("rxsteer", format!("http://{}/health", ours.http.unwrap())),
-        ("nginx", format!("http://127.0.0.1:{port}/health")),
+    // The floors send exactly our server's /health response.
+    let mut ok = Vec::new();
+    rxsteer_wire::http1::write_response(
+        &mut ok,
+        200,
+        rxsteer::serve::handlers::CT_TEXT,
+        b"ok",
+        false,
+    );
+    let ok: &'static [u8] = ok.leak();
+    let (epoll, uring) = (floor::epoll(server_cpu, ok), floor::uring(server_cpu, ok));
+    // Arms: (name, URL, /proc stat of the thread or process that serves it).
+    let arms = [
+        (
+            "rxsteer",
+            format!("http://{}/health", ours.http.unwrap()),
+            our_worker(),
+        ),
+        (
+            "nginx",
+            format!("http://127.0.0.1:{port}/health"),
+            nginx_worker(nginx_proc.id()),
+        ),
+        (
+            "floor-epoll",
+            format!("http://{epoll}/health"),
+            own_thread("floor-epoll"),
+        ),
+        (
+            "floor-uring",
+            format!("http://{uring}/health"),
+            own_thread("floor-uring"),
+        ),
     ];
-    println!("GET /health, wrk -t1 -c{CONNS} -d{DURATION} on CPU {wrk_cpu}; servers: 1 worker on CPU {server_cpu}; {REPS} repetitions, order alternating");
+    let names: Vec<&str> = arms.iter().map(|a| a.0).collect();
+    println!("GET /health, wrk -t1 -c{CONNS} -d{DURATION} on CPU {wrk_cpu}; servers: 1 worker on CPU {server_cpu}; {REPS} repetitions, arm order rotated");
+    println!("arms: {names:?}; the floors only read and send a fixed response (a lower bound on any server's cost, not a server)");
     let secs: f64 = DURATION.trim_end_matches('s').parse().unwrap();
-    let mut ratios = Vec::new();
-    let mut eff_ratios = Vec::new();
+    // Ratios of arm i to nginx (index 1), per repetition: req/s and per server CPU-second.
+    let mut ratios = vec![Vec::new(); arms.len()];
+    let mut eff_ratios = vec![Vec::new(); arms.len()];
     let mut raw = Vec::new();
     for rep in 0..REPS {
-        let (mut rps, mut per_cpu_s) = ([0f64; 2], [0f64; 2]);
-        for k in 0..2 {
-            let i = (k + rep) % 2;
-            let cpu0 = cpu_seconds(&stats[i]);
+        let (mut rps, mut per_cpu_s) = (vec![0f64; arms.len()], vec![0f64; arms.len()]);
+        for k in 0..arms.len() {
+            let i = (k + rep) % arms.len();
+            let (name, url, stat) = &arms[i];
+            let cpu0 = cpu_seconds(stat);
             let wrk::WrkRun {
                 req_per_s: r, text, ..
-            } = wrk::run(&targets[i].1, wrk_cpu, CONNS, DURATION);
-            let cpu = cpu_seconds(&stats[i]) - cpu0;
+            } = wrk::run(url, wrk_cpu, CONNS, DURATION);
+            let cpu = cpu_seconds(stat) - cpu0;
             rps[i] = r;
             per_cpu_s[i] = r * secs / cpu.max(0.01);
             raw.push(
-                json!({"rep": rep, "server": targets[i].0, "req_per_s": r, "server_cpu_s": cpu,
+                json!({"rep": rep, "server": name, "req_per_s": r, "server_cpu_s": cpu,
                 "req_per_server_cpu_s": per_cpu_s[i], "wrk": text}),
             );
         }
-        println!(
-            "rep {rep}: rxsteer {:.0} req/s, {:.0}/server CPU-s; nginx {:.0} req/s, {:.0}/server CPU-s; ratios {:.2} and {:.2}",
-            rps[0], per_cpu_s[0], rps[1], per_cpu_s[1], rps[0] / rps[1], per_cpu_s[0] / per_cpu_s[1]
-        );
-        ratios.push(rps[0] / rps[1]);
-        eff_ratios.push(per_cpu_s[0] / per_cpu_s[1]);
+        let cells: Vec<String> = (0..arms.len())
+            .map(|i| {
+                format!(
+                    "{} {:.0} req/s, {:.0}/server CPU-s",
+                    names[i], rps[i], per_cpu_s[i]
+                )
+            })
+            .collect();
+        println!("rep {rep}: {}", cells.join("; "));
+        for i in 0..arms.len() {
+            ratios[i].push(rps[i] / rps[1]);
+            eff_ratios[i].push(per_cpu_s[i] / per_cpu_s[1]);
+        }
     }
-    let summary = |v: &mut Vec<f64>| {
-        let (lo, hi) = (
-            v.iter().copied().fold(f64::MAX, f64::min),
-            v.iter().copied().fold(f64::MIN, f64::max),
+    let mut doc_ratios = serde_json::Map::new();
+    for i in [0, 2, 3] {
+        let (med, lo, hi) = summary(&mut ratios[i]);
+        let (emed, elo, ehi) = summary(&mut eff_ratios[i]);
+        println!(
+            "{} / nginx, req/s: median {med:.2}, range {lo:.2}-{hi:.2}",
+            names[i]
         );
-        v.sort_by(f64::total_cmp);
-        (v[v.len() / 2], lo, hi)
-    };
-    let (med, lo, hi) = summary(&mut ratios);
-    let (emed, elo, ehi) = summary(&mut eff_ratios);
-    println!("rxsteer / nginx, req/s: median {med:.2}, range {lo:.2}-{hi:.2}");
-    println!("rxsteer / nginx, requests per server CPU-second: median {emed:.2}, range {elo:.2}-{ehi:.2}");
+        println!(
+            "{} / nginx, requests per server CPU-second: median {emed:.2}, range {elo:.2}-{ehi:.2}",
+            names[i]
+        );
+        doc_ratios.insert(
+            names[i].into(),
+            json!({"ratio_req_per_s": {"median": med, "min": lo, "max": hi},
+                "ratio_req_per_server_cpu_s": {"median": emed, "min": elo, "max": ehi}}),
+        );
+    }
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         let doc = json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
-            "ratio_req_per_s": {"median": med, "min": lo, "max": hi},
-            "ratio_req_per_server_cpu_s": {"median": emed, "min": elo, "max": ehi}, "raw": raw});
+            "vs_nginx": doc_ratios, "raw": raw});
         std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     }
 }

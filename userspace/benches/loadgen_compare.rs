@@ -1,7 +1,8 @@
 //! Two comparisons in one run, server worker pinned to one CPU and the load generator to the
 //! other, arms alternating per repetition, ratios per repetition:
 //! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same
-//!    connections, for /health and /rpc.
+//!    connections, for /health and /rpc; for /health also a ZAP floor (a fixed frame sent
+//!    for every read, common/floor.rs): the bound on ZAP / HTTP that no ZAP server exceeds.
 //! 2. rxload (each I/O engine: tokio, io_uring) vs wrk on HTTP /health, against this server
 //!    and against nginx (Debian, one worker pinned like ours): req/s, and requests per
 //!    CPU-second of the load generator.
@@ -9,6 +10,8 @@
 //! (Both run in the same process and repetitions.)
 //! Needs RXLOAD (path to a release rxload) and wrk: run it with `cargo xtask bench loadgen`.
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "common/nginx.rs"]
 mod nginx;
 #[path = "common/wrk.rs"]
@@ -94,37 +97,59 @@ fn main() {
         format!("zap://{}", s.zap.unwrap()),
     );
     println!("server: 1 worker on CPU {server_cpu}; load generators on CPU {load_cpu}, -c{CONNS}, one thread, {DURATION}; {REPS} repetitions, arms alternating");
+    // The ZAP floor: our server's exact ZAP /health frame, sent for every read and nothing
+    // else (common/floor.rs). Every ZAP server costs at least that, so with the same client
+    // floor-ZAP / HTTP bounds what ZAP / HTTP any ZAP server could reach against this one.
+    let mut ok = Vec::new();
+    let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer::serve::handlers::CT_TEXT)];
+    rxsteer_wire::zaphttp::encode_response(&mut ok, 200, b"", &ct, b"ok", &[]);
+    let floor_zap = format!("zap://{}", floor::epoll(server_cpu, ok.leak()));
     let mut doc = serde_json::Map::new();
     for scenario in ["health", "rpc"] {
-        let mut ratios = Vec::new();
+        let arms: &[&str] = if scenario == "health" {
+            &[&http, &zap, &floor_zap]
+        } else {
+            &[&http, &zap]
+        };
+        let (mut ratios, mut bounds) = (Vec::new(), Vec::new());
         let mut raw = Vec::new();
         for rep in 0..REPS {
-            let mut r = [0f64; 2];
-            for k in 0..2 {
-                let i = (k + rep) % 2;
-                r[i] = rxload(
-                    if i == 0 { &http } else { &zap },
-                    scenario,
-                    load_cpu,
-                    "tokio",
-                )
-                .0;
+            let mut r = [0f64; 3];
+            for k in 0..arms.len() {
+                let i = (k + rep) % arms.len();
+                r[i] = rxload(arms[i], scenario, load_cpu, "tokio").0;
             }
+            let floor_cell = if arms.len() == 3 {
+                bounds.push(r[2] / r[0]);
+                format!(
+                    ", floor-ZAP {:.0} req/s, floor-ZAP/HTTP {:.2}",
+                    r[2],
+                    r[2] / r[0]
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "{scenario} rep {rep}: HTTP {:.0} req/s, ZAP {:.0} req/s, ZAP/HTTP {:.2}",
+                "{scenario} rep {rep}: HTTP {:.0} req/s, ZAP {:.0} req/s, ZAP/HTTP {:.2}{floor_cell}",
                 r[0],
                 r[1],
                 r[1] / r[0]
             );
-            raw.push(json!({"rep": rep, "http_req_per_s": r[0], "zap_req_per_s": r[1]}));
+            raw.push(
+                json!({"rep": rep, "http_req_per_s": r[0], "zap_req_per_s": r[1],
+                "floor_zap_req_per_s": (arms.len() == 3).then_some(r[2])}),
+            );
             ratios.push(r[1] / r[0]);
         }
         let (m, lo, hi) = summary(&mut ratios);
         println!("{scenario}: ZAP / HTTP per repetition: median {m:.2}, range {lo:.2}-{hi:.2}");
-        doc.insert(
-            format!("zap_over_http_{scenario}"),
-            json!({"median": m, "min": lo, "max": hi, "raw": raw}),
-        );
+        let mut fig = json!({"median": m, "min": lo, "max": hi, "raw": raw});
+        if !bounds.is_empty() {
+            let (bm, blo, bhi) = summary(&mut bounds);
+            println!("{scenario}: floor-ZAP / HTTP (the most any ZAP server reaches over this HTTP server with this client): median {bm:.2}, range {blo:.2}-{bhi:.2}");
+            fig["floor_zap_over_http"] = json!({"median": bm, "min": blo, "max": bhi});
+        }
+        doc.insert(format!("zap_over_http_{scenario}"), fig);
     }
     let port = nginx::free_port();
     let _nginx = nginx::nginx(port, server_cpu);
