@@ -19,7 +19,9 @@ pub fn build(paths: &Paths, target: &str) -> Result<PathBuf> {
             ("qemu-aarch64", "qemu-user"),
         ],
     )?;
-    if !std::path::Path::new("/usr/aarch64-linux-gnu/lib/libc.so.6").exists() {
+    // The start files the linker needs come only with the -dev package; libc.so.6 alone (the
+    // runtime, which the compiler package pulls in) does not link a program.
+    if !std::path::Path::new("/usr/aarch64-linux-gnu/lib/Scrt1.o").exists() {
         crate::ensure::install_packages("cross build (aarch64 libc)", &["libc6-dev-arm64-cross"])?;
     }
     let sysroot = cmd::output(
