@@ -20,15 +20,7 @@ fn listen() -> TcpListener {
 }
 
 fn pin(cpu: u32) {
-    // SAFETY: a zeroed cpu_set_t with one bit set, for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
-            0
-        );
-    }
+    rxsteer::netns::pin_current_thread(cpu).expect("pin a floor thread");
 }
 
 /// epoll, level-triggered: epoll_wait for many ready sockets, then read + write for each.
