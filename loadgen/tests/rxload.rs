@@ -177,6 +177,66 @@ fn misbehaving(reply: &'static [u8], close: bool) -> SocketAddr {
     addr
 }
 
+/// A server that resets every connection as soon as it accepts it (SO_LINGER 0, then close).
+fn resetting() -> SocketAddr {
+    use std::os::fd::AsRawFd;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: setsockopt with a valid linger struct on a socket we own.
+            unsafe {
+                libc::setsockopt(
+                    c.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as u32,
+                );
+            }
+            drop(c);
+        }
+    });
+    addr
+}
+
+#[test]
+fn connections_reset_by_the_server_are_read_or_write_errors_on_both_engines() {
+    // The request's send can fail (the reset came first; in the ring its linked receive is
+    // then cancelled) or succeed and the receive fail: either way an error by kind, the run
+    // ends on time, and with nothing valid it exits non-zero.
+    let addr = resetting();
+    for io in ["tokio", "uring"] {
+        let started = std::time::Instant::now();
+        let (code, v, err) = rxload(&[
+            &format!("http://{addr}"),
+            "--io",
+            io,
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "400ms",
+            "--warmup",
+            "0s",
+        ]);
+        assert_eq!(code, 1, "--io {io}: {err}");
+        assert_eq!(v["requests"], 0, "--io {io}: {v}");
+        let failed = v["errors"]["read"].as_u64().unwrap() + v["errors"]["write"].as_u64().unwrap();
+        assert!(failed > 0, "--io {io}: {v}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "--io {io}: took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 #[test]
 fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
     let cases: [(&[u8], bool, &str); 4] = [
