@@ -57,6 +57,14 @@ fn errors(v: &Value) -> u64 {
         .sum()
 }
 
+/// A short run with no warm-up, as the error tests use: `conns` connections on one thread for
+/// `duration`, on engine `io`.
+fn short_run(target: &str, io: &str, conns: &str, duration: &str) -> (i32, Value, String) {
+    rxload(&[
+        target, "--io", io, "-c", conns, "-t", "1", "-d", duration, "--warmup", "0s",
+    ])
+}
+
 #[test]
 fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
     let s = server();
@@ -141,17 +149,7 @@ fn a_refused_connection_is_counted_and_fails_the_run() {
         .local_addr()
         .unwrap()
         .port();
-    let (code, v, _) = rxload(&[
-        &format!("http://127.0.0.1:{port}"),
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "-d",
-        "300ms",
-        "--warmup",
-        "0s",
-    ]);
+    let (code, v, _) = short_run(&format!("http://127.0.0.1:{port}"), "tokio", "2", "300ms");
     assert_eq!(code, 1, "no successful request: non-zero exit");
     assert!(v["errors"]["connect"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["requests"], 0);
@@ -212,19 +210,7 @@ fn connections_reset_by_the_server_are_read_or_write_errors_on_both_engines() {
     let addr = resetting();
     for io in ["tokio", "uring"] {
         let started = std::time::Instant::now();
-        let (code, v, err) = rxload(&[
-            &format!("http://{addr}"),
-            "--io",
-            io,
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "-d",
-            "400ms",
-            "--warmup",
-            "0s",
-        ]);
+        let (code, v, err) = short_run(&format!("http://{addr}"), io, "4", "400ms");
         assert_eq!(code, 1, "--io {io}: {err}");
         assert_eq!(v["requests"], 0, "--io {io}: {v}");
         let failed = v["errors"]["read"].as_u64().unwrap() + v["errors"]["write"].as_u64().unwrap();
@@ -259,19 +245,7 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
     ];
     for ((reply, close, kind), io) in cases.into_iter().flat_map(|c| [(c, "tokio"), (c, "uring")]) {
         let addr = misbehaving(reply, close);
-        let (code, v, _) = rxload(&[
-            &format!("http://{addr}"),
-            "--io",
-            io,
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "-d",
-            "400ms",
-            "--warmup",
-            "0s",
-        ]);
+        let (code, v, _) = short_run(&format!("http://{addr}"), io, "2", "400ms");
         assert_eq!(code, 1, "{kind} ({io}): nothing valid, non-zero exit");
         assert_eq!(v["requests"], 0, "{kind} ({io})");
         assert!(
@@ -284,17 +258,7 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let (code, v, _) = rxload(&[
-        &format!("http://{gone}"),
-        "--io",
-        "uring",
-        "-c",
-        "1",
-        "-d",
-        "300ms",
-        "--warmup",
-        "0s",
-    ]);
+    let (code, v, _) = short_run(&format!("http://{gone}"), "uring", "1", "300ms");
     assert_eq!(code, 1);
     assert!(v["errors"]["connect"].as_u64().unwrap() > 0, "{v}");
     let (code, _, err) = rxload(&[
@@ -308,17 +272,7 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
     assert!(err.contains("--io uring runs the closed loop"), "{err}");
     // A ZAP server that sends a zero length prefix: a protocol error.
     let addr = misbehaving(&[0, 0, 0, 0], false);
-    let (_, v, _) = rxload(&[
-        &format!("zap://{addr}"),
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "-d",
-        "300ms",
-        "--warmup",
-        "0s",
-    ]);
+    let (_, v, _) = short_run(&format!("zap://{addr}"), "tokio", "1", "300ms");
     assert!(v["errors"]["protocol"].as_u64().unwrap() > 0, "{v}");
 }
 
