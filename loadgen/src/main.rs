@@ -497,6 +497,7 @@ impl<'a> Report<'a> {
         serde_json::json!({
             "target": self.args.target, "proto": self.target.proto, "scenario": self.args.scenario,
             "connections": self.args.connections, "threads": self.threads, "measured_s": self.elapsed,
+            "io": match self.args.io { Io::Tokio => "tokio", Io::Uring => "uring" },
             "warmup_s": self.args.warmup.as_secs_f64(), "requests": s.ok, "req_per_s": self.rps(),
             "open_loop": self.args.rate.map(|r| serde_json::json!({"target_per_s": r, "reached": self.rate_reached()})),
             "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "request_wire_bytes": self.request_bytes,

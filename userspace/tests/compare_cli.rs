@@ -142,6 +142,8 @@ fn one_mode_one_protocol_and_bad_flags_named() {
             "1",
             "-c",
             "4",
+            "--loader-io",
+            "uring",
             "--no-tui",
             "--out",
         ])
@@ -162,11 +164,25 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         (Some("cpumap"), Some("zap"))
     );
     assert_eq!(run["scenario"], "rpc");
+    // --loader-io reached rxload itself, and the report says what it costs the latency.
+    assert_eq!(run["loader_io"], "uring");
+    let load: Value = serde_json::from_slice(
+        &std::fs::read(out_dir.join("rxload-cpumap-zap-rep0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(load["io"], "uring", "{load}");
+    assert!(load["requests"].as_u64().unwrap() > 0, "{load}");
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("--loader-io uring"), "{report}");
     let _ = std::fs::remove_dir_all(&out_dir);
 
     for (args, needle) in [
         (vec!["--steer", "fast"], "invalid value 'fast' for '--steer"),
         (vec!["--proto", "quic"], "invalid value 'quic' for '--proto"),
+        (
+            vec!["--loader-io", "epoll"],
+            "invalid value 'epoll' for '--loader-io",
+        ),
         (vec!["-d", "five"], "\"five\" is not a duration"),
         (
             vec!["--loader", "external"],

@@ -69,6 +69,22 @@ impl Scenario {
     }
 }
 
+/// rxload's `--io`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoaderIo {
+    Tokio,
+    Uring,
+}
+
+impl LoaderIo {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoaderIo::Tokio => "tokio",
+            LoaderIo::Uring => "uring",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// Steering modes to compare (all: untuned, RPS, cpumap).
@@ -89,6 +105,11 @@ pub struct CompareArgs {
     /// Repetitions (the mode order rotates each time).
     #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..=20))]
     pub reps: u32,
+    /// rxload's I/O engine. tokio (default): exact latency timing. uring: about 1.16x the
+    /// requests per load-generator CPU-second (README), so the loaders are less often the
+    /// limit; a response can be timed up to 100 us late.
+    #[arg(long, value_enum, default_value = "tokio")]
+    pub loader_io: LoaderIo,
     /// Connections of the load.
     #[arg(long, short = 'c', default_value = "32", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub connections: u32,

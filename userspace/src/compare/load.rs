@@ -14,7 +14,7 @@ use super::{
     merge::merge,
     session::{die_with_parent, HTTP_PORT, ZAP_PORT},
     ssh::{parse_dest, SshDest, SshLoaders},
-    Proto, Scenario,
+    LoaderIo, Proto, Scenario,
 };
 use crate::netns::Netns;
 use rxsteer_tune::cpus::format_cpu_list;
@@ -72,6 +72,7 @@ pub struct LoadSpec<'a> {
     pub proto: Proto,
     pub scenario: Scenario,
     pub connections: u32,
+    pub io: LoaderIo,
     pub measure: Duration,
     pub warmup: Duration,
     pub target_ip: &'a str,
@@ -106,6 +107,8 @@ impl LoadSpec<'_> {
             ms(self.warmup),
             "--scenario".into(),
             self.scenario.as_str().into(),
+            "--io".into(),
+            self.io.as_str().into(),
             "--live-interval".into(),
             "500ms".into(),
         ]

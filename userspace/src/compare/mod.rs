@@ -15,7 +15,7 @@ mod sites;
 mod ssh;
 mod watch;
 
-pub use args::{CompareArgs, Mode, Proto, ProtoArg, Scenario, SteerArg};
+pub use args::{CompareArgs, LoaderIo, Mode, Proto, ProtoArg, Scenario, SteerArg};
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
@@ -114,6 +114,7 @@ pub(super) fn measure(
                     proto,
                     scenario: args.scenario,
                     connections: args.connections,
+                    io: args.loader_io,
                     measure: args.duration,
                     warmup: args.warmup,
                     target_ip: &site.target_ip,
@@ -166,7 +167,7 @@ pub(super) fn measure(
         "setup": setup, "cpus": online_cpus()?.len(), "steer": modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
         "protos": args.protos().iter().map(|p| p.as_str()).collect::<Vec<_>>(), "scenario": args.scenario.as_str(),
         "seconds": args.duration.as_secs_f64(), "warmup_s": args.warmup.as_secs_f64(), "connections": args.connections,
-        "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,
+        "loader_io": args.loader_io.as_str(), "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,
         "environment": {"before": env_before, "after": figures::environment()},
         "runs": rows,
     });

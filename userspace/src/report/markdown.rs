@@ -99,6 +99,12 @@ pub fn render(run: &Value) -> Result<String> {
     if let Some(c) = run["caveat"].as_str() {
         writeln!(o, "> **Note:** {c}.\n")?;
     }
+    if run["loader_io"] == "uring" {
+        writeln!(
+            o,
+            "> rxload ran on io_uring (`--loader-io uring`): less load-generator CPU per request, and a response may be timed up to 100 us late, so p99 reads high by up to that much.\n"
+        )?;
+    }
     if let Some(m) = run["loaded_machine"].as_str() {
         writeln!(
             o,
