@@ -7,12 +7,15 @@
 //! the server's cost, whatever the load generator manages.
 //! Needs nginx and wrk on PATH (`cargo xtask bench nginx` installs them).
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
+use ratios::summary;
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
 #[path = "common/floor.rs"]
 mod floor;
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/ratios.rs"]
+mod ratios;
 #[path = "common/wrk.rs"]
 mod wrk;
 
@@ -52,12 +55,6 @@ fn nginx_worker(master: u32) -> String {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("nginx started no worker");
-}
-
-/// (median, min, max) of per-repetition ratios.
-fn summary(v: &mut [f64]) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
 /// Thread `name`'s /proc stat in this process.

@@ -14,9 +14,12 @@
 mod floor;
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/ratios.rs"]
+mod ratios;
 #[path = "common/wrk.rs"]
 mod wrk;
 
+use ratios::summary;
 use rxsteer::serve::{start, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
@@ -70,15 +73,6 @@ fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> (f64, f64) {
         v["req_per_s"].as_f64().unwrap(),
         v["client"]["requests_per_cpu_s"].as_f64().unwrap(),
     )
-}
-
-fn summary(v: &mut [f64]) -> (f64, f64, f64) {
-    let (lo, hi) = (
-        v.iter().copied().fold(f64::MAX, f64::min),
-        v.iter().copied().fold(f64::MIN, f64::max),
-    );
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], lo, hi)
 }
 
 fn main() {
