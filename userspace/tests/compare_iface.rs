@@ -7,9 +7,9 @@ mod common;
 use serde_json::Value;
 use std::{
     io::{BufRead, BufReader},
-    net::{SocketAddr, TcpStream},
+    net::SocketAddr,
     process::Stdio,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
@@ -29,17 +29,7 @@ fn read_run(dir: &std::path::Path) -> Value {
 fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
-    let out = lab
-        .server
-        .command(RXSTEER)
-        .args([
-            "compare",
-            "--force",
-            "--iface",
-            &lab.server_dev,
-            "--loader",
-            "local",
-        ])
+    let out = common::compare_on_iface(&lab, &["local"])
         .args([
             "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
         ])
@@ -71,17 +61,7 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
 fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
     let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-e-{}", std::process::id()));
-    let mut compare = lab
-        .server
-        .command(RXSTEER)
-        .args([
-            "compare",
-            "--force",
-            "--iface",
-            &lab.server_dev,
-            "--loader",
-            "external",
-        ])
+    let mut compare = common::compare_on_iface(&lab, &["external"])
         .args([
             "--steer", "cpumap", "--proto", "http", "-d", "2s", "--warmup", "0s", "--reps", "1",
         ])
@@ -99,20 +79,12 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
     });
     // The "other machine" waits for rxsteer's server, then drives HTTP at it for longer than
     // the observed window.
-    let target = SocketAddr::from((lab.server_ip, 8080));
-    let up = lab
-        .client
-        .spawn(None, move || {
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_err() {
-                anyhow::ensure!(Instant::now() < deadline, "the server never came up");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap();
-    up.unwrap();
+    common::wait_listening(
+        &lab.client,
+        SocketAddr::from((lab.server_ip, 8080)),
+        Duration::from_secs(20),
+        "rxsteer's server",
+    );
     let load = lab
         .client
         .command(&rxload())
@@ -162,17 +134,7 @@ fn a_server_port_in_use_is_named_and_the_host_restored() {
         Ok(())
     });
     ready_rx.recv().unwrap();
-    let out = lab
-        .server
-        .command(RXSTEER)
-        .args([
-            "compare",
-            "--force",
-            "--iface",
-            &lab.server_dev,
-            "--loader",
-            "local",
-        ])
+    let out = common::compare_on_iface(&lab, &["local"])
         .args([
             "--steer", "cpumap", "--proto", "http", "-d", "1s", "--reps", "1", "--no-tui",
         ])

@@ -93,21 +93,12 @@ fn sshd(lab: &VethLab) -> Sshd {
         made_run_dir,
     };
     // Up when it accepts on its port.
-    let target = std::net::SocketAddr::from((lab.client_ip, PORT));
-    let up = lab
-        .server
-        .spawn(None, move || {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_err()
-            {
-                anyhow::ensure!(Instant::now() < deadline, "sshd never listened");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap();
-    up.unwrap();
+    common::wait_listening(
+        &lab.server,
+        std::net::SocketAddr::from((lab.client_ip, PORT)),
+        Duration::from_secs(10),
+        "sshd",
+    );
     s
 }
 
@@ -117,19 +108,7 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
     let sshd = sshd(&lab);
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-ssh-{}", std::process::id()));
     let loader = format!("ssh://root@{}:{PORT}", lab.client_ip);
-    let out = lab
-        .server
-        .command(RXSTEER)
-        .args([
-            "compare",
-            "--force",
-            "--iface",
-            &lab.server_dev,
-            "--loader",
-            &loader,
-            "--loader",
-            &loader,
-        ])
+    let out = common::compare_on_iface(&lab, &[&loader, &loader])
         .arg("--ssh-config")
         .arg(sshd.dir.join("ssh_config"))
         .args([

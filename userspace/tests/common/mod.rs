@@ -36,6 +36,37 @@ pub fn nic_lab(letter: char) -> VethLab {
     lab
 }
 
+/// `rxsteer compare --force --iface <the lab's server veth>`, run in the server namespace,
+/// with each of `loaders` as a `--loader`; callers add the rest of the run's flags.
+pub fn compare_on_iface(lab: &VethLab, loaders: &[&str]) -> std::process::Command {
+    let mut c = lab.server.command(env!("CARGO_BIN_EXE_rxsteer"));
+    c.args(["compare", "--force", "--iface", &lab.server_dev]);
+    for l in loaders {
+        c.args(["--loader", l]);
+    }
+    c
+}
+
+/// Waits, from inside `ns`, until `target` accepts TCP connections; panics naming `what`
+/// when it does not within `within`.
+pub fn wait_listening(ns: &Netns, target: SocketAddr, within: Duration, what: &str) {
+    let what = what.to_string();
+    ns.spawn(None, move || {
+        let deadline = std::time::Instant::now() + within;
+        while TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_err() {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "{what} never listened on {target}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+}
+
 /// Sends `count` UDP datagrams from `ns`, on `cpu`, to `to:port`. Bounded: no retries.
 pub fn udp_burst(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, count: u32) {
     ns.spawn(Some(cpu), move || {
