@@ -7,25 +7,15 @@ use std::{
     time::Duration,
 };
 
-const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
+mod served;
+use served::RXSTEER;
 
 #[test]
 fn serves_without_privileges_and_reports_on_sigterm() {
     // Every capability dropped: serving needs none.
     let mut child = Command::new("setpriv")
-        .args([
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--",
-            RXSTEER,
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--zap",
-            "127.0.0.1:0",
-            "--threads",
-            "1",
-        ])
+        .args(["--inh-caps=-all", "--bounding-set=-all", "--", RXSTEER])
+        .args(served::SERVE_ARGS)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
