@@ -1,4 +1,6 @@
-//! rxsteer's kernel programs. Each entry point is a thin wrapper over a `try_*` function.
+//! rxsteer's kernel programs, split by hook: XDP (`rx_account`, `steer`), tc (`tc_account`),
+//! tracepoints (`softirq`, `xdp_trace`). Entry points with logic are thin wrappers over a
+//! `try_*` function.
 #![no_std]
 #![no_main]
 
@@ -7,6 +9,7 @@ mod packet;
 mod rx_account;
 mod softirq;
 mod steer;
+mod tc_account;
 mod xdp_trace;
 
 #[cfg(not(test))]

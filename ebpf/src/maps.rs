@@ -48,3 +48,11 @@ pub static CPUMAP: CpuMap = CpuMap::with_max_entries(1, 0);
 /// What `on_cpu` saw arrive on each target CPU, by class (key 0).
 #[map]
 pub static ON_CPU_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Where the stack processed packets (tc ingress), by class, per CPU (key 0).
+#[map]
+pub static TC_INGRESS_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Where replies were transmitted (tc egress), by class, per CPU (key 0).
+#[map]
+pub static TC_EGRESS_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);

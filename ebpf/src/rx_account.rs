@@ -1,6 +1,13 @@
 //! `rx_account`: observe-only XDP. Classifies every frame and counts packets and bytes per
 //! class on the CPU that received it. Always XDP_PASS, whatever it finds.
-use aya_ebpf::{bindings::xdp_action, macros::xdp, maps::PerCpuArray, programs::XdpContext};
+//!
+//! `rx_account_frags` is the same program declared multi-buffer aware (`xdp.frags`): in skb
+//! (generic) mode the kernel then hands it a GRO'd packet as it is instead of linearising
+//! (copying) it first. Userspace loads it where the kernel accepts the flag.
+use aya_ebpf::{
+    bindings::xdp_action, helpers::bpf_xdp_get_buff_len, macros::xdp,
+    maps::PerCpuArray, programs::XdpContext,
+};
 use rxsteer_common::{
     parse::{classify, Family, Verdict},
     RxStats,
@@ -8,24 +15,41 @@ use rxsteer_common::{
 
 use crate::{
     maps::{port_class, RX_STATS},
-    packet::XdpPacket,
+    packet::LinearPacket,
 };
 
 #[xdp]
 pub fn rx_account(ctx: XdpContext) -> u32 {
-    let _ = try_rx_account(&ctx);
+    let _ = try_rx_account(&ctx, false);
+    xdp_action::XDP_PASS
+}
+
+#[xdp(frags)]
+pub fn rx_account_frags(ctx: XdpContext) -> u32 {
+    let _ = try_rx_account(&ctx, true);
     xdp_action::XDP_PASS
 }
 
 #[inline(always)]
-fn try_rx_account(ctx: &XdpContext) -> Result<(), ()> {
-    let pkt = XdpPacket::new(ctx);
+fn try_rx_account(ctx: &XdpContext, frags: bool) -> Result<(), ()> {
+    let pkt = LinearPacket::xdp(ctx);
     let verdict = classify(&pkt, port_class);
-    count(&RX_STATS, &verdict, pkt.len() as u64).map(|_| ())
+    count(&RX_STATS, &verdict, frame_len(ctx, &pkt, frags)).map(|_| ())
 }
 
-/// Adds one frame to `map` (RX_STATS on the receiving CPU, ON_CPU_STATS on a cpumap target)
-/// and returns this CPU's entry for further counters.
+/// The frame's length: with frags, the linear part plus every fragment.
+#[inline(always)]
+pub fn frame_len(ctx: &XdpContext, pkt: &LinearPacket, frags: bool) -> u64 {
+    if frags {
+        // SAFETY: a helper the verifier allows for XDP programs; it only reads the buffer.
+        unsafe { bpf_xdp_get_buff_len(ctx.ctx) }
+    } else {
+        pkt.len() as u64
+    }
+}
+
+/// Adds one frame to `map` (RX_STATS on the receiving CPU, ON_CPU_STATS on a cpumap target,
+/// the tc maps where the stack ran) and returns this CPU's entry for further counters.
 #[inline(always)]
 pub fn count(
     map: &PerCpuArray<RxStats>,
@@ -33,7 +57,7 @@ pub fn count(
     len: u64,
 ) -> Result<&'static mut RxStats, ()> {
     let stats = map.get_ptr_mut(0).ok_or(())?;
-    // SAFETY: per-CPU value of this CPU; XDP runs with preemption disabled.
+    // SAFETY: per-CPU value of this CPU; XDP and tc run with preemption disabled.
     let stats = unsafe { &mut *stats };
     let i = v.class.index();
     stats.packets[i] += 1;

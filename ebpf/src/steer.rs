@@ -1,7 +1,8 @@
 //! `steer`: the receiving CPU's XDP program in cpumap mode. It counts like `rx_account`, then
 //! hashes the 5-tuple and redirects the frame into the cpumap entry of a CPU from the set
 //! configured for its class. The same flow always maps to the same CPU (no reordering).
-//! `on_cpu` runs on the target CPU for every frame that arrives there.
+//! `on_cpu` runs on the target CPU for every frame that arrives there. The `_frags` twins are
+//! the same programs declared multi-buffer aware (see `rx_account`).
 use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
 use rxsteer_common::{
     parse::{classify, classify_headers, flow_hash, pick, walk},
@@ -10,21 +11,26 @@ use rxsteer_common::{
 
 use crate::{
     maps::{port_class, steer_config, CPUMAP, ON_CPU_STATS, RX_STATS},
-    packet::XdpPacket,
-    rx_account::count,
+    packet::LinearPacket,
+    rx_account::{count, frame_len},
 };
 
 #[xdp]
 pub fn steer(ctx: XdpContext) -> u32 {
-    try_steer(&ctx).unwrap_or(xdp_action::XDP_PASS)
+    try_steer(&ctx, false).unwrap_or(xdp_action::XDP_PASS)
+}
+
+#[xdp(frags)]
+pub fn steer_frags(ctx: XdpContext) -> u32 {
+    try_steer(&ctx, true).unwrap_or(xdp_action::XDP_PASS)
 }
 
 #[inline(always)]
-fn try_steer(ctx: &XdpContext) -> Result<u32, ()> {
-    let pkt = XdpPacket::new(ctx);
+fn try_steer(ctx: &XdpContext, frags: bool) -> Result<u32, ()> {
+    let pkt = LinearPacket::xdp(ctx);
     let headers = walk(&pkt);
     let verdict = classify_headers(&headers, port_class);
-    let stats = count(&RX_STATS, &verdict, pkt.len() as u64)?;
+    let stats = count(&RX_STATS, &verdict, frame_len(ctx, &pkt, frags))?;
     let set = SteerConfig::set_of(verdict.class).ok_or(())?;
     let cfg = steer_config();
     let len = *cfg.len.get(set).ok_or(())?;
@@ -51,7 +57,23 @@ fn try_steer(ctx: &XdpContext) -> Result<u32, ()> {
 /// Runs on the cpumap target CPU for every frame steered there: the proof of where it went.
 #[xdp(map = "cpumap")]
 pub fn on_cpu(ctx: XdpContext) -> u32 {
-    let pkt = XdpPacket::new(&ctx);
-    let _ = count(&ON_CPU_STATS, &classify(&pkt, port_class), pkt.len() as u64);
+    let _ = try_on_cpu(&ctx, false);
     xdp_action::XDP_PASS
+}
+
+#[xdp(frags, map = "cpumap")]
+pub fn on_cpu_frags(ctx: XdpContext) -> u32 {
+    let _ = try_on_cpu(&ctx, true);
+    xdp_action::XDP_PASS
+}
+
+#[inline(always)]
+fn try_on_cpu(ctx: &XdpContext, frags: bool) -> Result<(), ()> {
+    let pkt = LinearPacket::xdp(ctx);
+    count(
+        &ON_CPU_STATS,
+        &classify(&pkt, port_class),
+        frame_len(ctx, &pkt, frags),
+    )
+    .map(|_| ())
 }

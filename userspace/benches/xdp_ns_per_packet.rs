@@ -70,7 +70,7 @@ fn main() -> Result<()> {
         sets
     };
     let mut dp = Dataplane::load_with(&PortConfig::default(), &sets)?;
-    dp.fill_cpumap(&sets, 2048)?;
+    dp.fill_cpumap(&sets, 2048, false)?;
     let frames = frames();
     let mut raw = Vec::new();
     let mut rows = Vec::new();

@@ -10,7 +10,7 @@ use crate::{
     iface,
     ports::check_disjoint,
     privilege,
-    top::{observe, stop_on_signals, Output, TopArgs},
+    top::{observe, stop_on_signals, Observed, Output, TopArgs},
 };
 use rxsteer_tune::{cpus::online_cpus, Profile};
 
@@ -109,13 +109,15 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         zap: o.zap_ports.0.clone(),
     };
     let mut dp = Dataplane::load_with(&ports, &sets)?;
+    // Refused before anything changes: frags forced on a kernel without them.
+    let frags = dp.use_frags(o.xdp_frags)?;
     dp.attach_tracepoints()?;
     // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
     // fails, the guard's drop reverts the tuning.
     let (guard, program) = match args.steer {
         SteerMode::Cpumap => {
             let (g, plan) = TuneGuard::apply(Profile::Cpumap, &input)?;
-            dp.fill_cpumap(&sets, args.qsize)?;
+            dp.fill_cpumap(&sets, args.qsize, frags)?;
             eprintln!(
                 "rxsteer: tuned for cpumap ({} value(s) written)",
                 plan.writes().count()
@@ -141,11 +143,16 @@ pub fn run(args: &AttachArgs) -> Result<()> {
             (None, RX_ACCOUNT)
         }
     };
-    let mode = dp.attach_xdp(program, &o.iface, o.xdp_mode)?;
-    eprintln!(
-        "rxsteer: observing {} with {program} in {mode} mode, steering {}",
-        o.iface,
-        match args.steer {
+    let xdp_mode = dp.attach_xdp(program, frags, &o.iface, o.xdp_mode)?;
+    let how = Observed {
+        xdp_mode,
+        xdp_frags: frags,
+        tc: dp.attach_tc(&o.iface),
+    };
+    how.report(
+        &o.iface,
+        program,
+        &match args.steer {
             SteerMode::Cpumap => format!(
                 "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
                 show_set(&sets.http),
@@ -158,12 +165,12 @@ pub fn run(args: &AttachArgs) -> Result<()> {
                 rxsteer_tune::cpus::format_cpu_list(&input.cpus)
             ),
             SteerMode::None => "none".to_string(),
-        }
+        },
     );
     let counters = dp.take_counters()?;
     let output = Output {
         iface: &o.iface,
-        mode,
+        how,
         json: o.json,
     };
     let shown = observe(counters, o.interval, o.count, &output, &stop);

@@ -4,7 +4,10 @@
 use anyhow::{anyhow, bail, Context, Result};
 use aya::{
     maps::{CpuMap, MapData, PerCpuArray},
-    programs::{RawTracePoint, Xdp, XdpMode},
+    programs::{
+        tc::TcAttachOptions, LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp,
+        XdpMode,
+    },
     Ebpf, EbpfLoader,
 };
 use rxsteer_common::{
@@ -23,6 +26,12 @@ pub const XDP_PASS: &str = "xdp_pass";
 pub const STEER: &str = "steer";
 /// Runs on each cpumap entry's CPU.
 pub const ON_CPU: &str = "on_cpu";
+/// The multi-buffer aware twins of the three (`<name>_frags`, section `xdp.frags`).
+pub const FRAGS_SUFFIX: &str = "_frags";
+const FRAGS_PROGRAMS: [&str; 3] = ["rx_account_frags", "steer_frags", "on_cpu_frags"];
+/// tc programs: where the stack ran (ingress) and where replies left (egress).
+pub const TC_INGRESS: &str = "tc_ingress";
+pub const TC_EGRESS: &str = "tc_egress";
 /// Largest cpumap queue the kernel accepts.
 pub const MAX_QSIZE: u32 = 16384;
 /// Raw tracepoint programs, each attached to the tracepoint of the same name.
@@ -146,12 +155,76 @@ pub enum XdpModeChoice {
     Skb,
 }
 
+impl XdpModeChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpModeChoice::Auto => "auto",
+            XdpModeChoice::Drv => "drv",
+            XdpModeChoice::Skb => "skb",
+        }
+    }
+}
+
+/// `--xdp-frags`: whether to use the multi-buffer aware programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FragsChoice {
+    /// The frags-aware programs where the kernel accepts them, else the plain ones.
+    Auto,
+    /// The frags-aware programs, or refuse.
+    On,
+    /// The plain programs (skb mode then linearises every non-linear packet first).
+    Off,
+}
+
+impl FragsChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FragsChoice::Auto => "auto",
+            FragsChoice::On => "on",
+            FragsChoice::Off => "off",
+        }
+    }
+}
+
+/// How the tc programs were attached, or why not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcAttached {
+    /// Ingress and egress attached as TCX links (kernel >= 6.6).
+    Tcx,
+    /// Not attached: the reason (the rest of the observation goes on without tc counts).
+    Unavailable(String),
+}
+
 /// The mode that actually ran; stored with every result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttachedMode {
     Drv,
     Skb,
+}
+
+impl AttachedMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachedMode::Drv => "drv",
+            AttachedMode::Skb => "skb",
+        }
+    }
+
+    /// What this mode means for steering, in one line (live screen, report).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            AttachedMode::Drv => {
+                "driver mode: XDP runs on the raw frame before an skb exists, so cpumap moves \
+                 skb building, GRO and the stack off the RX core"
+            }
+            AttachedMode::Skb => {
+                "skb mode: XDP runs after the RX core has built and GRO'd each packet, so cpumap \
+                 moves only the stack (the work RPS moves), plus an XDP run and an enqueue"
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for AttachedMode {
@@ -165,6 +238,8 @@ impl std::fmt::Display for AttachedMode {
 
 pub struct Dataplane {
     ebpf: Ebpf,
+    /// Why the frags-aware programs did not load (None: they did).
+    frags_refused: Option<String>,
 }
 
 /// True when an error comes from a missing bpf(2) (ENOSYS) rather than a refused program.
@@ -208,12 +283,67 @@ impl Dataplane {
                 .load()
                 .with_context(|| format!("verifying XDP program {name}"))?;
         }
+        // Kernels before 5.18 refuse BPF_F_XDP_HAS_FRAGS: the plain programs then serve.
+        let mut frags_refused = None;
+        for name in FRAGS_PROGRAMS {
+            if let Err(e) = xdp_mut(&mut ebpf, name)?.load() {
+                frags_refused = Some(format!("this kernel refused {name} (xdp.frags): {e}"));
+                break;
+            }
+        }
+        for name in [TC_INGRESS, TC_EGRESS] {
+            classifier_mut(&mut ebpf, name)?
+                .load()
+                .with_context(|| format!("verifying tc program {name}"))?;
+        }
         for name in SOFTIRQ_TRACEPOINTS.iter().chain(&XDP_TRACEPOINTS) {
             raw_tp_mut(&mut ebpf, name)?
                 .load()
                 .with_context(|| format!("verifying tracepoint program {name}"))?;
         }
-        Ok(Self { ebpf })
+        Ok(Self {
+            ebpf,
+            frags_refused,
+        })
+    }
+
+    /// Whether the frags-aware programs are used under `choice`; `On` on a kernel that
+    /// refused them is an error naming it.
+    pub fn use_frags(&self, choice: FragsChoice) -> Result<bool> {
+        match (choice, &self.frags_refused) {
+            (FragsChoice::Off, _) => Ok(false),
+            (_, None) => Ok(true),
+            (FragsChoice::Auto, Some(_)) => Ok(false),
+            (FragsChoice::On, Some(why)) => bail!("--xdp-frags on: {why}"),
+        }
+    }
+
+    /// Why the frags-aware programs are not available, if they are not.
+    pub fn frags_refused(&self) -> Option<&str> {
+        self.frags_refused.as_deref()
+    }
+
+    /// Attaches tc_ingress and tc_egress to `iface` as TCX links (detached when the
+    /// Dataplane drops, or when a killed rxsteer's descriptors close: nothing to clean up).
+    /// Without TCX (kernels before 6.6) the observation goes on without tc counts; the
+    /// reason is returned, not an error, because tc only witnesses.
+    pub fn attach_tc(&mut self, iface: &str) -> TcAttached {
+        for (name, hook) in [
+            (TC_INGRESS, TcAttachType::Ingress),
+            (TC_EGRESS, TcAttachType::Egress),
+        ] {
+            let attached = classifier_mut(&mut self.ebpf, name).and_then(|p| {
+                p.attach_with_options(iface, hook, TcAttachOptions::TcxOrder(LinkOrder::default()))
+                    .map_err(|e| anyhow!("{e}"))
+            });
+            if let Err(e) = attached {
+                return TcAttached::Unavailable(format!(
+                    "tc accounting off: attaching {name} to {iface} as a TCX link failed ({e:#}); \
+                     TCX needs Linux 6.6 or later"
+                ));
+            }
+        }
+        TcAttached::Tcx
     }
 
     /// Attaches the softirq and xdp:* tracepoint programs.
@@ -230,11 +360,13 @@ impl Dataplane {
 
     /// Creates a cpumap entry (a `qsize`-frame ring and its kthread, running `on_cpu`) for
     /// every CPU of `steer`. Call before attaching the steering program.
-    pub fn fill_cpumap(&mut self, steer: &SteerSets, qsize: u32) -> Result<()> {
+    pub fn fill_cpumap(&mut self, steer: &SteerSets, qsize: u32, frags: bool) -> Result<()> {
         if qsize == 0 || qsize > MAX_QSIZE {
             bail!("--qsize {qsize} is out of range (1-{MAX_QSIZE})");
         }
-        let on_cpu = xdp_mut(&mut self.ebpf, ON_CPU)?.fd()?.try_clone()?;
+        let on_cpu = xdp_mut(&mut self.ebpf, &program_name(ON_CPU, frags))?
+            .fd()?
+            .try_clone()?;
         let map = self
             .ebpf
             .map_mut("CPUMAP")
@@ -248,13 +380,17 @@ impl Dataplane {
         Ok(())
     }
 
-    /// Attaches XDP program `program` to `iface` in the requested mode.
+    /// Attaches XDP program `program` (its frags-aware twin with `frags`) to `iface` in the
+    /// requested mode.
     pub fn attach_xdp(
         &mut self,
         program: &str,
+        frags: bool,
         iface: &str,
         choice: XdpModeChoice,
     ) -> Result<AttachedMode> {
+        let name = program_name(program, frags);
+        let program = name.as_str();
         let prog = xdp_mut(&mut self.ebpf, program)?;
         let attach = |prog: &mut Xdp, mode: AttachedMode| {
             let flags = match mode {
@@ -265,7 +401,14 @@ impl Dataplane {
                 .with_context(|| format!("attaching {program} to {iface} in {mode} mode"))
         };
         match choice {
-            XdpModeChoice::Drv => attach(prog, AttachedMode::Drv).map(|_| AttachedMode::Drv),
+            XdpModeChoice::Drv => attach(prog, AttachedMode::Drv)
+                .map(|_| AttachedMode::Drv)
+                .map_err(|e| {
+                    e.context(format!(
+                        "--xdp-mode drv: {iface} has no native (driver) XDP for {program}; \
+                         --xdp-mode skb runs it in generic mode, auto picks what works"
+                    ))
+                }),
             XdpModeChoice::Skb => attach(prog, AttachedMode::Skb).map(|_| AttachedMode::Skb),
             XdpModeChoice::Auto => match attach(prog, AttachedMode::Drv) {
                 Ok(_) => Ok(AttachedMode::Drv),
@@ -298,6 +441,8 @@ impl Dataplane {
             softirq: PerCpuArray::try_from(take("SOFTIRQ_STATS")?)?,
             xdp: PerCpuArray::try_from(take("XDP_TRACE")?)?,
             on_cpu: PerCpuArray::try_from(take("ON_CPU_STATS")?)?,
+            tc_ingress: PerCpuArray::try_from(take("TC_INGRESS_STATS")?)?,
+            tc_egress: PerCpuArray::try_from(take("TC_EGRESS_STATS")?)?,
         })
     }
 }
@@ -308,6 +453,8 @@ pub struct Counters {
     softirq: PerCpuArray<MapData, SoftirqStats>,
     xdp: PerCpuArray<MapData, XdpTraceStats>,
     on_cpu: PerCpuArray<MapData, RxStats>,
+    tc_ingress: PerCpuArray<MapData, RxStats>,
+    tc_egress: PerCpuArray<MapData, RxStats>,
 }
 
 impl Counters {
@@ -327,6 +474,16 @@ impl Counters {
     pub fn on_cpu(&self) -> Result<Vec<RxStats>> {
         Ok(self.on_cpu.get(&0, 0)?.iter().copied().collect())
     }
+
+    /// What tc ingress counted on each CPU: where the stack processed packets.
+    pub fn tc_ingress(&self) -> Result<Vec<RxStats>> {
+        Ok(self.tc_ingress.get(&0, 0)?.iter().copied().collect())
+    }
+
+    /// What tc egress counted on each CPU: where packets were transmitted.
+    pub fn tc_egress(&self) -> Result<Vec<RxStats>> {
+        Ok(self.tc_egress.get(&0, 0)?.iter().copied().collect())
+    }
 }
 
 fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {
@@ -336,6 +493,25 @@ fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {
     match prog.try_into() {
         Ok(p) => Ok(p),
         Err(_) => bail!("program {name} is not an XDP program"),
+    }
+}
+
+/// `program`, or its frags-aware twin.
+fn program_name(program: &str, frags: bool) -> String {
+    if frags {
+        format!("{program}{FRAGS_SUFFIX}")
+    } else {
+        program.to_string()
+    }
+}
+
+fn classifier_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier> {
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
+    match prog.try_into() {
+        Ok(p) => Ok(p),
+        Err(_) => bail!("program {name} is not a tc classifier"),
     }
 }
 

@@ -69,7 +69,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
         .spawn(None, move || {
             let mut dp = Dataplane::load(&PortConfig::default())?;
             dp.attach_tracepoints()?;
-            dp.attach_xdp(RX_ACCOUNT, &dev, XdpModeChoice::Drv)?;
+            dp.attach_xdp(RX_ACCOUNT, false, &dev, XdpModeChoice::Drv)?;
             let counters = dp.take_counters()?;
             Ok((dp, counters))
         })
@@ -77,8 +77,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
         .expect("attach thread")?;
     eprintln!(
         "rxsteer lab: observing {} (XDP driver mode), NAPI thread {} pinned to CPU {}; load: \
-         {} connections of 64-byte TCP request/response for {:?} (a built-in interim load: rxload \
-         and the none/rps/cpumap comparison are not built yet)",
+         {} connections of 64-byte TCP request/response for {:?} (a built-in echo load; \
+         `rxsteer compare` drives the real servers with rxload, mode by mode)",
         lab.veth.server_dev, lab.napi_pid, roles.rx_cpu, args.connections, args.duration
     );
     let start = Instant::now();
@@ -93,7 +93,11 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let intervals = (args.duration.as_secs_f64() / args.interval.as_secs_f64()).floor() as u64;
     let output = Output {
         iface: &lab.veth.server_dev,
-        mode: crate::dataplane::AttachedMode::Drv,
+        how: crate::top::Observed {
+            xdp_mode: crate::dataplane::AttachedMode::Drv,
+            xdp_frags: false,
+            tc: crate::dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
+        },
         json: args.json,
     };
     let observed = observe(

@@ -1,7 +1,9 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod attach_cmd;
+pub mod breakdown;
 pub mod compare;
 pub mod cpu_arg;
+pub mod cputime;
 pub mod dataplane;
 pub mod host;
 pub mod iface;

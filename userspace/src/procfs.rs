@@ -91,8 +91,11 @@ pub fn proc_softirqs(vector: &str) -> Result<BTreeMap<u32, u64>> {
 pub enum KthreadKind {
     /// `cpumap/<cpu>/map:<id>`: runs the cpumap ring and the network stack on the target CPU.
     Cpumap,
-    /// `napi/<dev>-<id>`: threaded NAPI (the lab's stand-in for a NIC's interrupt core).
+    /// `napi/<dev>-<id>` of the observed interface: threaded NAPI (the lab's stand-in for a
+    /// NIC's interrupt core).
     Napi,
+    /// `napi/<other dev>-<id>`: another interface's (in the lab, the loader veth's).
+    OtherNapi,
 }
 
 /// A receive kthread's total on-CPU time and the CPU it last ran on.
@@ -104,8 +107,6 @@ pub struct KthreadTime {
     pub run_ns: u64,
 }
 
-/// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
-/// /proc/PID/schedstat (nanoseconds, not tick-sampled).
 /// Every process whose comm starts with one of `prefixes`: (pid, comm). Tasks that exit
 /// between the listing and the read are skipped.
 pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
@@ -130,13 +131,19 @@ pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
     Ok(out)
 }
 
-pub fn receive_kthreads() -> Result<Vec<KthreadTime>> {
+/// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
+/// /proc/PID/schedstat (nanoseconds, not tick-sampled). NAPI threads of `iface` are told
+/// apart from other interfaces' (comm `napi/<dev>-<id>`, cut to 15 bytes by the kernel).
+pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
+    let own: String = format!("napi/{iface}-").chars().take(15).collect();
     let mut out = Vec::new();
     for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/"])? {
         let kind = if comm.starts_with("cpumap/") {
             KthreadKind::Cpumap
-        } else {
+        } else if comm.starts_with(&own) {
             KthreadKind::Napi
+        } else {
+            KthreadKind::OtherNapi
         };
         let (Ok(sched), Ok(stat)) = (
             std::fs::read_to_string(format!("/proc/{pid}/schedstat")),
@@ -223,6 +230,6 @@ mod tests {
             assert!(softnet.contains_key(&cpu), "softnet row for CPU {cpu}");
             assert!(net_rx.contains_key(&cpu), "NET_RX column for CPU {cpu}");
         }
-        receive_kthreads().unwrap();
+        receive_kthreads("lo").unwrap();
     }
 }

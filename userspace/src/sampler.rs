@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, time::Instant};
 
 use crate::{
+    cputime::{self, CpuTimes},
     dataplane::Counters,
     procfs::{self, KthreadKind, KthreadTime, Softnet},
 };
@@ -59,8 +60,13 @@ pub struct CpuSample {
     pub softirq_runs: [u64; N_SOFTIRQ],
     /// Run time of cpumap kthreads on this CPU (receive work that is not softirq time).
     pub cpumap_kthread_ns: u64,
-    /// Run time of threaded-NAPI kthreads last seen on this CPU.
+    /// Run time of the observed interface's threaded-NAPI kthreads last seen on this CPU.
     pub napi_kthread_ns: u64,
+    /// Run time of other interfaces' NAPI kthreads on this CPU (in the lab: the loader veth's
+    /// receive of the replies, work a real set-up does on the loader's machine). Not receive
+    /// work of the observed interface.
+    #[serde(default)]
+    pub other_napi_kthread_ns: u64,
     pub cpumap_processed: u64,
     pub cpumap_drops: u64,
     /// Frames this CPU enqueued into cpumap rings, and those dropped on a full ring.
@@ -74,6 +80,20 @@ pub struct CpuSample {
     pub steered_packets: u64,
     pub steer_fallback: u64,
     pub softnet: Softnet,
+    /// Packets tc ingress saw on this CPU: where the stack processed them (after RPS or
+    /// cpumap moved them). Absent from runs before tc accounting, and without TCX.
+    #[serde(default)]
+    pub stack_packets: u64,
+    #[serde(default)]
+    pub stack_class: ClassPackets,
+    /// Packets tc egress saw leave from this CPU (XPS).
+    #[serde(default)]
+    pub tx_packets: u64,
+    #[serde(default)]
+    pub tx_class: ClassPackets,
+    /// This CPU's /proc/stat time over the interval.
+    #[serde(default)]
+    pub time: CpuTimes,
 }
 
 impl CpuSample {
@@ -109,23 +129,29 @@ struct Snapshot {
     softirq: Vec<SoftirqStats>,
     xdp: Vec<XdpTraceStats>,
     on_cpu: Vec<RxStats>,
+    tc_ingress: Vec<RxStats>,
+    tc_egress: Vec<RxStats>,
     softnet: BTreeMap<u32, Softnet>,
     kthreads: Vec<KthreadTime>,
+    stat: BTreeMap<u32, CpuTimes>,
 }
 
 pub struct Sampler {
     counters: Counters,
+    /// The observed interface: its NAPI kthreads are receive work, other interfaces' are not.
+    iface: String,
     cpus: Vec<u32>,
     started: Instant,
     prev: Snapshot,
 }
 
 impl Sampler {
-    pub fn new(counters: Counters) -> Result<Self> {
+    pub fn new(counters: Counters, iface: &str) -> Result<Self> {
         let cpus = rxsteer_tune::cpus::online_cpus()?;
-        let prev = snapshot(&counters)?;
+        let prev = snapshot(&counters, iface)?;
         Ok(Self {
             counters,
+            iface: iface.to_string(),
             cpus,
             started: prev.at,
             prev,
@@ -134,22 +160,25 @@ impl Sampler {
 
     /// Counters since the previous call (or since `new`).
     pub fn sample(&mut self) -> Result<Sample> {
-        let now = snapshot(&self.counters)?;
+        let now = snapshot(&self.counters, &self.iface)?;
         let sample = delta(&self.prev, &now, &self.cpus, self.started);
         self.prev = now;
         Ok(sample)
     }
 }
 
-fn snapshot(c: &Counters) -> Result<Snapshot> {
+fn snapshot(c: &Counters, iface: &str) -> Result<Snapshot> {
     Ok(Snapshot {
         at: Instant::now(),
         rx: c.rx()?,
         softirq: c.softirq()?,
         xdp: c.xdp_trace()?,
         on_cpu: c.on_cpu()?,
+        tc_ingress: c.tc_ingress()?,
+        tc_egress: c.tc_egress()?,
         softnet: procfs::softnet_stat()?,
-        kthreads: procfs::receive_kthreads()?,
+        kthreads: procfs::receive_kthreads(iface)?,
+        stat: cputime::proc_stat()?,
     })
 }
 
@@ -201,7 +230,19 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             (Some(p), Some(n)) => n.delta(p),
             _ => Softnet::default(),
         };
-        let (cpumap_ns, napi_ns) = kthread_ns.get(&cpu).copied().unwrap_or_default();
+        let k = kthread_ns.get(&cpu).copied().unwrap_or_default();
+        let stack = class_delta(
+            &at(&prev.tc_ingress, cpu, RxStats::ZERO),
+            &at(&now.tc_ingress, cpu, RxStats::ZERO),
+        );
+        let tx = class_delta(
+            &at(&prev.tc_egress, cpu, RxStats::ZERO),
+            &at(&now.tc_egress, cpu, RxStats::ZERO),
+        );
+        let time = match (prev.stat.get(&cpu), now.stat.get(&cpu)) {
+            (Some(p), Some(n)) => n.delta(p),
+            _ => CpuTimes::default(),
+        };
         sample.cpus.push(CpuSample {
             cpu,
             packets: class.iter().sum(),
@@ -216,8 +257,9 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             net_tx_runs: softirq_runs[SOFTIRQ_NET_TX],
             softirq_ns,
             softirq_runs,
-            cpumap_kthread_ns: cpumap_ns,
-            napi_kthread_ns: napi_ns,
+            cpumap_kthread_ns: k.cpumap,
+            napi_kthread_ns: k.napi,
+            other_napi_kthread_ns: k.other_napi,
             cpumap_processed: x1.kthread_processed.saturating_sub(x0.kthread_processed),
             cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
             enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
@@ -227,6 +269,11 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             steered_packets: steered,
             steer_fallback: r1.redirect_fallback.saturating_sub(r0.redirect_fallback),
             softnet,
+            stack_packets: stack.iter().sum(),
+            stack_class: ClassPackets::from_array(&stack),
+            tx_packets: tx.iter().sum(),
+            tx_class: ClassPackets::from_array(&tx),
+            time,
         });
     }
     sample.redirect_err_by_errno = errno
@@ -246,17 +293,26 @@ fn class_delta(a: &RxStats, b: &RxStats) -> [u64; N_CLASSES] {
     d
 }
 
-/// Per CPU: (cpumap ns, napi ns) run in the interval. A thread that appeared mid-interval
-/// counts from zero; one that vanished is dropped.
-fn kthread_deltas(prev: &[KthreadTime], now: &[KthreadTime]) -> BTreeMap<u32, (u64, u64)> {
-    let mut out: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+/// Receive kthread run time on one CPU in one interval, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct KthreadNs {
+    cpumap: u64,
+    napi: u64,
+    other_napi: u64,
+}
+
+/// Per CPU: kthread ns run in the interval. A thread that appeared mid-interval counts from
+/// zero; one that vanished is dropped.
+fn kthread_deltas(prev: &[KthreadTime], now: &[KthreadTime]) -> BTreeMap<u32, KthreadNs> {
+    let mut out: BTreeMap<u32, KthreadNs> = BTreeMap::new();
     for k in now {
         let before = prev.iter().find(|p| p.pid == k.pid).map_or(0, |p| p.run_ns);
         let d = k.run_ns.saturating_sub(before);
         let slot = out.entry(k.cpu).or_default();
         match k.kind {
-            KthreadKind::Cpumap => slot.0 += d,
-            KthreadKind::Napi => slot.1 += d,
+            KthreadKind::Cpumap => slot.cpumap += d,
+            KthreadKind::Napi => slot.napi += d,
+            KthreadKind::OtherNapi => slot.other_napi += d,
         }
     }
     out
@@ -285,10 +341,16 @@ mod tests {
             kt(10, KthreadKind::Cpumap, 1, 400),
             kt(11, KthreadKind::Napi, 0, 60),
             kt(12, KthreadKind::Cpumap, 0, 5),
+            kt(13, KthreadKind::OtherNapi, 0, 7),
         ];
         let d = kthread_deltas(&prev, &now);
-        assert_eq!(d[&1], (300, 0));
-        assert_eq!(d[&0], (5, 10));
+        let ns = |cpumap, napi, other_napi| KthreadNs {
+            cpumap,
+            napi,
+            other_napi,
+        };
+        assert_eq!(d[&1], ns(300, 0, 0));
+        assert_eq!(d[&0], ns(5, 10, 7));
     }
 
     #[test]
@@ -310,8 +372,11 @@ mod tests {
             softirq: vec![SoftirqStats::ZERO, si],
             xdp: vec![XdpTraceStats::ZERO, x],
             on_cpu: vec![],
+            tc_ingress: vec![RxStats::ZERO, rx],
+            tc_egress: vec![],
             softnet: BTreeMap::new(),
             kthreads: vec![],
+            stat: BTreeMap::new(),
         };
         let prev = snap(RxStats::ZERO, SoftirqStats::ZERO, XdpTraceStats::ZERO);
         let now = snap(rx1, si1, x1);
@@ -326,6 +391,7 @@ mod tests {
             (7, 700, 7)
         );
         assert_eq!((s.cpus[1].net_rx_runs, s.cpus[1].net_rx_ns), (3, 9000));
+        assert_eq!((s.cpus[1].stack_packets, s.cpus[1].stack_class.http), (7, 7));
         assert_eq!(s.redirect_err, 2);
         assert_eq!(s.redirect_err_by_errno.get("28"), Some(&2));
     }

@@ -12,7 +12,10 @@ use std::{
 };
 
 use crate::{
-    dataplane::{AttachedMode, Counters, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    dataplane::{
+        AttachedMode, Counters, Dataplane, FragsChoice, PortConfig, TcAttached, XdpModeChoice,
+        RX_ACCOUNT,
+    },
     iface,
     ports::{check_disjoint, port_list, PortList},
     privilege,
@@ -37,6 +40,10 @@ pub struct TopArgs {
     /// XDP attach mode: auto tries driver mode, then skb mode, and says which ran.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpModeChoice,
+    /// Multi-buffer aware XDP programs (auto: where the kernel accepts them). In skb mode
+    /// the plain programs make the kernel linearise (copy) every GRO'd packet first.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub xdp_frags: FragsChoice,
     /// TCP ports counted as HTTP (e.g. 8080,8081 or 8000-8010).
     #[arg(long, default_value = "8080", value_parser = port_list)]
     pub http_ports: PortList,
@@ -53,11 +60,44 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// How the programs were attached: stored with every sample line.
+#[derive(Clone, Debug, Serialize)]
+pub struct Observed {
+    /// The XDP mode that actually ran.
+    pub xdp_mode: AttachedMode,
+    /// Whether the multi-buffer aware (frags) XDP programs ran.
+    pub xdp_frags: bool,
+    /// How the tc witness programs were attached, or why not.
+    pub tc: TcAttached,
+}
+
+impl Observed {
+    /// Says on stderr what runs where (one line), and what is missing or what the mode means.
+    pub fn report(&self, iface: &str, program: &str, steering: &str) {
+        eprintln!(
+            "rxsteer: observing {iface} with {program}{} in {} mode{}, steering {steering}",
+            if self.xdp_frags { " (frags)" } else { "" },
+            self.xdp_mode,
+            match &self.tc {
+                TcAttached::Tcx => ", tc ingress/egress as TCX".to_string(),
+                TcAttached::Unavailable(_) => String::new(),
+            },
+        );
+        if let TcAttached::Unavailable(why) = &self.tc {
+            eprintln!("rxsteer: {why}");
+        }
+        if self.xdp_mode == AttachedMode::Skb {
+            eprintln!("rxsteer: {}", AttachedMode::Skb.meaning());
+        }
+    }
+}
+
 /// One JSON line: the sample plus what was observed and how.
 #[derive(Serialize)]
 struct Line<'a> {
     iface: &'a str,
-    xdp_mode: AttachedMode,
+    #[serde(flatten)]
+    how: &'a Observed,
     #[serde(flatten)]
     sample: &'a Sample,
 }
@@ -77,16 +117,19 @@ pub fn run(args: &TopArgs) -> Result<()> {
     // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
     let mut dp = Dataplane::load(&ports)?;
     dp.attach_tracepoints()?;
-    let mode = dp.attach_xdp(RX_ACCOUNT, &args.iface, args.xdp_mode)?;
-    eprintln!(
-        "rxsteer: observing {} with rx_account in {mode} mode",
-        args.iface
-    );
+    let frags = dp.use_frags(args.xdp_frags)?;
+    let xdp_mode = dp.attach_xdp(RX_ACCOUNT, frags, &args.iface, args.xdp_mode)?;
+    let how = Observed {
+        xdp_mode,
+        xdp_frags: frags,
+        tc: dp.attach_tc(&args.iface),
+    };
+    how.report(&args.iface, RX_ACCOUNT, "none");
 
     let counters = dp.take_counters()?;
     let output = Output {
         iface: &args.iface,
-        mode,
+        how,
         json: args.json,
     };
     let shown = observe(counters, args.interval, args.count, &output, &stop);
@@ -107,7 +150,7 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
 /// Where samples go: JSON lines on stdout or the live view.
 pub struct Output<'a> {
     pub iface: &'a str,
-    pub mode: AttachedMode,
+    pub how: Observed,
     pub json: bool,
 }
 
@@ -121,12 +164,12 @@ pub fn observe(
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
     let (tx, rx) = mpsc::channel();
-    let sampler = Sampler::new(counters)?;
+    let sampler = Sampler::new(counters, output.iface)?;
     let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx);
     let shown = if output.json {
-        print_json(&rx, output.iface, output.mode, count, stop)
+        print_json(&rx, output.iface, &output.how, count, stop)
     } else {
-        view::run(&rx, output.iface, output.mode, count, stop)
+        view::run(&rx, output.iface, output.how.xdp_mode, count, stop)
     };
     stop.store(true, Ordering::SeqCst);
     let sampled = sampler_thread.join().expect("sampler thread panicked");
@@ -160,7 +203,7 @@ fn spawn_sampler(
 fn print_json(
     rx: &mpsc::Receiver<Sample>,
     iface: &str,
-    xdp_mode: AttachedMode,
+    how: &Observed,
     count: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<()> {
@@ -174,7 +217,7 @@ fn print_json(
                     &mut out,
                     &Line {
                         iface,
-                        xdp_mode,
+                        how,
                         sample: &sample,
                     },
                 )?;

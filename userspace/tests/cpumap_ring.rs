@@ -23,7 +23,7 @@ fn a_full_cpumap_ring_is_counted_not_silent() {
     let mut dp = Dataplane::load_with(&PortConfig::default(), &sets).unwrap();
     dp.attach_tracepoints().unwrap();
     // A 4-frame ring fed 64-frame batches: it must overflow.
-    dp.fill_cpumap(&sets, 4).unwrap();
+    dp.fill_cpumap(&sets, 4, false).unwrap();
     let counters = dp.take_counters().unwrap();
     let frame = Spec::tcp(Ip::V4, 40000, 8080).build();
     let opts = TestRunOptions {

@@ -20,7 +20,7 @@ fn online() -> Vec<u32> {
 
 fn loaded(sets: &SteerSets) -> Dataplane {
     let mut dp = Dataplane::load_with(&PortConfig::default(), sets).unwrap();
-    dp.fill_cpumap(sets, 2048).unwrap();
+    dp.fill_cpumap(sets, 2048, false).unwrap();
     dp
 }
 
@@ -204,7 +204,7 @@ fn bad_sets_and_queue_sizes_are_refused() {
     };
     let mut dp = Dataplane::load_with(&PortConfig::default(), &sets).unwrap();
     for q in [0, 16385] {
-        let err = dp.fill_cpumap(&sets, q).unwrap_err().to_string();
+        let err = dp.fill_cpumap(&sets, q, false).unwrap_err().to_string();
         assert!(
             err.contains(&format!("--qsize {q} is out of range")),
             "{err}"

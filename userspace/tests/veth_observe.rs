@@ -18,7 +18,7 @@ fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
         .spawn(None, move || {
             let mut dp = Dataplane::load(&PortConfig::default())?;
             dp.attach_tracepoints()?;
-            let mode = dp.attach_xdp(RX_ACCOUNT, &dev, XdpModeChoice::Drv)?;
+            let mode = dp.attach_xdp(RX_ACCOUNT, false, &dev, XdpModeChoice::Drv)?;
             assert_eq!(mode, AttachedMode::Drv, "veth supports native XDP");
             let counters = dp.take_counters()?;
             Ok((dp, counters))

@@ -1,0 +1,350 @@
+//! Where every CPU's time went, each nanosecond counted once, and the bottleneck verdict that
+//! follows from it.
+//!
+//! Sources: /proc/stat per CPU (the wall, idle, irq), the BPF softirq accounting (NET_RX and
+//! the other vectors, exact), the receive kthreads' run time (schedstat, exact) and the
+//! server's and loader's user+system time per CPU (tick-sampled).
+//!
+//! The overlap rule: softirq work that runs in a task's context (on `local_bh_enable` in a
+//! cpumap or NAPI kthread, or on return from an interrupt in the server thread) is also in
+//! that task's time when the kernel has no IRQ_TIME_ACCOUNTING, as on this project's
+//! machines. So softirq and irq are taken first, and the tasks share what is left of the
+//! CPU's busy time: their claims are scaled down together when they add up to more. The parts
+//! then sum to /proc/stat's wall exactly, and busy parts to its busy time unless the exact
+//! softirq figure is above the tick-sampled busy time (then softirq wins; off by at most a
+//! tick per interval).
+use serde::{Deserialize, Serialize};
+
+use crate::cputime::CpuTimes;
+
+/// One CPU's time by what it was spent on. In ns for one interval, or in ms per second of
+/// the measured window (`rate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSplit {
+    /// The server process (`rxsteer serve`), user and system.
+    pub server: f64,
+    /// The load generator, and in the lab its veth's receive kthread (work a real set-up
+    /// does on the loader's machine).
+    pub loader: f64,
+    /// NET_RX softirq.
+    pub net_rx: f64,
+    /// Receive kthreads of the observed interface: cpumap targets and threaded NAPI.
+    pub receive_kthread: f64,
+    /// Every other softirq vector.
+    pub other_softirq: f64,
+    pub irq: f64,
+    /// Everything else that ran: other processes, the kernel, and hypervisor steal.
+    pub other: f64,
+    pub idle: f64,
+}
+
+/// What one CPU's tasks claimed over an interval, in ns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Claims {
+    pub net_rx: u64,
+    pub other_softirq: u64,
+    pub receive_kthread: u64,
+    pub loader_kthread: u64,
+    pub server: u64,
+    pub loader: u64,
+}
+
+impl TimeSplit {
+    /// One CPU's interval: /proc/stat's columns with the exact claims fitted in.
+    pub fn of(stat: &CpuTimes, c: &Claims) -> TimeSplit {
+        let wall = stat.total() as f64;
+        let idle = (stat.idle + stat.iowait) as f64;
+        let busy = wall - idle;
+        let irq = (stat.irq as f64).min(busy);
+        // Exact softirq first, within what the CPU was busy.
+        let softirq_claim = (c.net_rx + c.other_softirq) as f64;
+        let softirq = softirq_claim.min(busy - irq);
+        let soft_scale = if softirq_claim > 0.0 {
+            softirq / softirq_claim
+        } else {
+            0.0
+        };
+        let tasks = busy - irq - softirq;
+        let task_claims = [
+            c.server as f64,
+            (c.loader + c.loader_kthread) as f64,
+            c.receive_kthread as f64,
+        ];
+        let claimed: f64 = task_claims.iter().sum();
+        let task_scale = if claimed > tasks && claimed > 0.0 {
+            tasks / claimed
+        } else {
+            1.0
+        };
+        let [server, loader, receive_kthread] = task_claims.map(|x| x * task_scale);
+        TimeSplit {
+            server,
+            loader,
+            net_rx: c.net_rx as f64 * soft_scale,
+            receive_kthread,
+            other_softirq: c.other_softirq as f64 * soft_scale,
+            irq,
+            other: (tasks - server - loader - receive_kthread).max(0.0),
+            idle,
+        }
+    }
+
+    fn parts(&self) -> [f64; 8] {
+        [
+            self.server,
+            self.loader,
+            self.net_rx,
+            self.receive_kthread,
+            self.other_softirq,
+            self.irq,
+            self.other,
+            self.idle,
+        ]
+    }
+
+    pub fn total(&self) -> f64 {
+        self.parts().iter().sum()
+    }
+
+    pub fn busy(&self) -> f64 {
+        self.total() - self.idle
+    }
+
+    /// Receive work: NET_RX softirq plus the receive kthreads.
+    pub fn receive(&self) -> f64 {
+        self.net_rx + self.receive_kthread
+    }
+
+    pub fn add(&mut self, o: &TimeSplit) {
+        self.server += o.server;
+        self.loader += o.loader;
+        self.net_rx += o.net_rx;
+        self.receive_kthread += o.receive_kthread;
+        self.other_softirq += o.other_softirq;
+        self.irq += o.irq;
+        self.other += o.other;
+        self.idle += o.idle;
+    }
+
+    /// ns summed over `seconds` of wall time → ms per second, rounded to 0.1.
+    pub fn rate(&self, seconds: f64) -> TimeSplit {
+        let f = |x: f64| (x / 1e6 / seconds.max(1e-9) * 10.0).round() / 10.0;
+        TimeSplit {
+            server: f(self.server),
+            loader: f(self.loader),
+            net_rx: f(self.net_rx),
+            receive_kthread: f(self.receive_kthread),
+            other_softirq: f(self.other_softirq),
+            irq: f(self.irq),
+            other: f(self.other),
+            idle: f(self.idle),
+        }
+    }
+}
+
+/// What limited a load, from its CPUs' time splits (ms per second each).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Receive-bound, server-bound, loader-bound, ... or not CPU-bound.
+    pub bound: String,
+    /// The saturated CPUs (busy >= `SATURATED`), or the busiest one when none is.
+    pub cpus: Vec<u32>,
+    /// Idle capacity left over the window, in CPUs (1.0 = one whole CPU idle).
+    pub idle_cpus: f64,
+    /// The plain sentence: per named CPU, how busy and on what.
+    pub text: String,
+}
+
+/// Busy share at which a CPU counts as saturated.
+pub const SATURATED: f64 = 0.9;
+
+pub fn verdict(cpus: &[(u32, TimeSplit)]) -> Option<Verdict> {
+    let busiest = cpus
+        .iter()
+        .filter(|(_, t)| t.total() > 0.0)
+        .max_by(|a, b| share(&a.1).total_cmp(&share(&b.1)))?;
+    let saturated: Vec<&(u32, TimeSplit)> = cpus
+        .iter()
+        .filter(|(_, t)| t.total() > 0.0 && share(t) >= SATURATED)
+        .collect();
+    let named = if saturated.is_empty() {
+        vec![busiest]
+    } else {
+        saturated
+    };
+    let idle_cpus: f64 = cpus
+        .iter()
+        .filter(|(_, t)| t.total() > 0.0)
+        .map(|(_, t)| t.idle / t.total())
+        .sum();
+    let mut sentences = Vec::new();
+    let mut bounds = Vec::new();
+    for (cpu, t) in &named {
+        let (top, what) = largest(t);
+        let busy = t.busy().max(1e-9);
+        let mut parts: Vec<(&str, f64)> = kinds(t).into_iter().filter(|(_, v)| *v > 0.0).collect();
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let listed: Vec<String> = parts
+            .iter()
+            .take(2)
+            .map(|(k, v)| format!("{:.0} % {k}", v / busy * 100.0))
+            .collect();
+        sentences.push(format!(
+            "CPU {cpu}: {:.0} % busy, {} of it",
+            share(t) * 100.0,
+            listed.join(", ")
+        ));
+        if top > 0.0 {
+            bounds.push(what);
+        }
+    }
+    bounds.dedup();
+    let bound = if share(&busiest.1) < SATURATED {
+        "not CPU-bound".to_string()
+    } else {
+        bounds
+            .iter()
+            .map(|b| format!("{b}-bound"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    let text = format!(
+        "{} → {bound}; {idle_cpus:.2} CPU(s) of idle capacity left",
+        sentences.join("; ")
+    );
+    Some(Verdict {
+        bound,
+        cpus: named.iter().map(|(c, _)| *c).collect(),
+        idle_cpus: (idle_cpus * 100.0).round() / 100.0,
+        text,
+    })
+}
+
+fn share(t: &TimeSplit) -> f64 {
+    t.busy() / t.total().max(1e-9)
+}
+
+/// The busy parts by name, receive counted as one (NET_RX + kthreads) where the bound is
+/// decided, and its two halves named in the sentence.
+fn kinds(t: &TimeSplit) -> [(&'static str, f64); 7] {
+    [
+        ("server", t.server),
+        ("loader", t.loader),
+        ("NET_RX softirq", t.net_rx),
+        ("receive kthread", t.receive_kthread),
+        ("other softirq", t.other_softirq),
+        ("irq", t.irq),
+        ("other", t.other),
+    ]
+}
+
+fn largest(t: &TimeSplit) -> (f64, &'static str) {
+    [
+        (t.receive(), "receive"),
+        (t.server, "server"),
+        (t.loader, "loader"),
+        (t.other_softirq + t.irq, "interrupt"),
+        (t.other, "other-work"),
+    ]
+    .into_iter()
+    .max_by(|a, b| a.0.total_cmp(&b.0))
+    .unwrap_or((0.0, "receive"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn stat(user: u64, system: u64, softirq: u64, idle: u64) -> CpuTimes {
+        CpuTimes {
+            user: user * MS,
+            system: system * MS,
+            softirq: softirq * MS,
+            idle: idle * MS,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parts_sum_to_the_wall_and_busy_time() {
+        // 500 ms wall: 300 busy. The server claims 250 ms (ticks), the kthread 100 ms, and
+        // NET_RX ran 80 ms inside them: 430 ms of claims for 300 ms of busy time.
+        let s = stat(150, 130, 20, 200);
+        let c = Claims {
+            net_rx: 80 * MS,
+            server: 250 * MS,
+            receive_kthread: 100 * MS,
+            ..Default::default()
+        };
+        let t = TimeSplit::of(&s, &c);
+        assert!((t.total() - s.total() as f64).abs() < 1.0, "{t:?}");
+        assert!((t.busy() - s.busy() as f64).abs() < 1.0, "{t:?}");
+        assert_eq!(t.net_rx, 80e6);
+        // 220 ms left for tasks, shared 250:100.
+        assert!((t.server - 220e6 * 250.0 / 350.0).abs() < 1.0);
+        assert!((t.receive_kthread - 220e6 * 100.0 / 350.0).abs() < 1.0);
+        assert_eq!(t.other, 0.0);
+    }
+
+    #[test]
+    fn a_cpu_never_sums_above_its_wall() {
+        // Exact softirq above the tick-sampled busy time: capped at busy.
+        let s = stat(0, 10, 0, 490);
+        let c = Claims {
+            net_rx: 40 * MS,
+            other_softirq: 10 * MS,
+            server: 30 * MS,
+            ..Default::default()
+        };
+        let t = TimeSplit::of(&s, &c);
+        assert!(t.total() <= s.total() as f64 + 1.0, "{t:?}");
+        assert_eq!((t.net_rx, t.other_softirq, t.server), (8e6, 2e6, 0.0));
+        // Nothing claimed: all busy time is other.
+        let t = TimeSplit::of(&stat(100, 100, 0, 300), &Claims::default());
+        assert_eq!((t.other, t.idle), (200e6, 300e6));
+    }
+
+    fn split(server: f64, net_rx: f64, kthread: f64, idle: f64) -> TimeSplit {
+        TimeSplit {
+            server,
+            net_rx,
+            receive_kthread: kthread,
+            idle,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn verdicts_on_crafted_cpus() {
+        // CPU 0: 980 busy, 700 of it receive; CPU 1 half idle.
+        let v = verdict(&[
+            (0, split(280.0, 500.0, 200.0, 20.0)),
+            (1, split(500.0, 0.0, 0.0, 500.0)),
+        ])
+        .unwrap();
+        assert_eq!(v.bound, "receive-bound");
+        assert_eq!(v.cpus, vec![0]);
+        assert!((v.idle_cpus - 0.52).abs() < 1e-9, "{v:?}");
+        assert!(
+            v.text.starts_with("CPU 0: 98 % busy, 51 % NET_RX softirq, 29 % server of it"),
+            "{}",
+            v.text
+        );
+        // Server-bound: 580 server, 300 kthread.
+        let v = verdict(&[(1, split(580.0, 0.0, 300.0, 10.0)), (0, split(100.0, 0.0, 0.0, 900.0))])
+            .unwrap();
+        assert_eq!(v.bound, "server-bound");
+        assert!(v.text.contains("→ server-bound"), "{}", v.text);
+        // Two saturated CPUs with different limits.
+        let v = verdict(&[(0, split(0.0, 950.0, 0.0, 50.0)), (1, split(990.0, 0.0, 0.0, 10.0))])
+            .unwrap();
+        assert_eq!(v.bound, "receive-bound and server-bound");
+        assert_eq!(v.cpus, vec![0, 1]);
+        // Nothing saturated.
+        let v = verdict(&[(0, split(300.0, 100.0, 0.0, 600.0))]).unwrap();
+        assert_eq!(v.bound, "not CPU-bound");
+        assert!(verdict(&[]).is_none());
+    }
+}
