@@ -61,9 +61,10 @@ struct Args {
     warmup: Duration,
     #[arg(long, value_enum, default_value = "health")]
     scenario: Scenario,
-    /// Echo body: bytes, or tiny (16), small (256), chat (~800 B JSON), medium (4 KiB), large (64 KiB).
-    #[arg(long, default_value = "tiny", value_parser = scenario::body_size)]
-    body_size: usize,
+    /// Echo or upload body: bytes, or tiny (16), small (256), chat (~800 B JSON), medium
+    /// (4 KiB), large (64 KiB). Default: large for upload, tiny otherwise.
+    #[arg(long, value_parser = scenario::body_size)]
+    body_size: Option<usize>,
     /// Explicit method (the response is then only checked for a 2xx status).
     #[arg(short, long)]
     method: Option<String>,
@@ -158,7 +159,10 @@ fn run(args: Args) -> Result<i32> {
         headers: &args.headers,
         body,
     };
-    let request = scenario::build(&target, args.scenario, args.body_size, &custom)?;
+    let body_size = args
+        .body_size
+        .unwrap_or_else(|| args.scenario.default_body_size());
+    let request = scenario::build(&target, args.scenario, body_size, &custom)?;
     let batch: Vec<u8> = request.bytes.repeat(args.pipeline as usize);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = args.threads.unwrap_or(online).min(args.connections);

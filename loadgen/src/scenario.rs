@@ -15,6 +15,19 @@ pub enum Scenario {
     Health,
     Rpc,
     Echo,
+    /// A POST of --body-size bytes answered with a short body (the byte count): a load whose
+    /// limit is the receiving side, the seed's condition.
+    Upload,
+}
+
+impl Scenario {
+    /// The body size when --body-size is not given.
+    pub fn default_body_size(self) -> usize {
+        match self {
+            Scenario::Upload => 65536,
+            _ => 16,
+        }
+    }
 }
 
 /// The seed paper's workloads by name, or a byte count.
@@ -78,6 +91,7 @@ pub fn build(
         Scenario::Health => "/health",
         Scenario::Rpc => "/rpc",
         Scenario::Echo => "/echo",
+        Scenario::Upload => "/upload",
     };
     let path = target.path.as_deref().unwrap_or(default_path);
     let explicit = custom.method.is_some() || custom.body.is_some();
@@ -95,11 +109,7 @@ pub fn build(
         match scenario {
             Scenario::Health => ("GET", None, Vec::new(), Check::Body(b"ok".to_vec())),
             Scenario::Echo => {
-                let body: Vec<u8> = if body_size == CHAT.len() {
-                    CHAT.as_bytes().to_vec()
-                } else {
-                    (0..body_size).map(|i| b'a' + (i % 26) as u8).collect()
-                };
+                let body = filler(body_size);
                 (
                     "POST",
                     Some("application/octet-stream"),
@@ -107,6 +117,13 @@ pub fn build(
                     Check::Body(body),
                 )
             }
+            // The server answers the number of body bytes it received.
+            Scenario::Upload => (
+                "POST",
+                Some("application/octet-stream"),
+                filler(body_size),
+                Check::Body(body_size.to_string().into_bytes()),
+            ),
             Scenario::Rpc if target.proto == Proto::Zap => {
                 let mut b = Vec::new();
                 EthCallReq {
@@ -177,6 +194,15 @@ pub fn build(
         bytes,
         check,
     })
+}
+
+/// A body of `n` bytes: the chat JSON at its size, else a-z repeated.
+fn filler(n: usize) -> Vec<u8> {
+    if n == CHAT.len() {
+        CHAT.as_bytes().to_vec()
+    } else {
+        (0..n).map(|i| b'a' + (i % 26) as u8).collect()
+    }
 }
 
 /// Why a response was not what the request should get.

@@ -76,7 +76,10 @@ fn parse_proc_stat(text: &str, tick_ns: u64) -> Result<BTreeMap<u32, CpuTimes>> 
             .collect::<Result<_, _>>()
             .with_context(|| format!("/proc/stat: {line:?}"))?;
         if v.len() < 8 {
-            bail!("/proc/stat line has {} time columns, expected 8: {line:?}", v.len());
+            bail!(
+                "/proc/stat line has {} time columns, expected 8: {line:?}",
+                v.len()
+            );
         }
         out.insert(
             cpu,
@@ -168,8 +171,14 @@ mod tests {
         assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 3]);
         let c = m[&0];
         assert_eq!(c.user, 8937 * 10_000_000);
-        assert_eq!((c.nice, c.irq, c.softirq), (10_000_000, 20_000_000, 110_000_000));
-        assert_eq!(c.total(), (8937 + 1 + 2487 + 22699 + 119 + 2 + 11 + 780) * 10_000_000);
+        assert_eq!(
+            (c.nice, c.irq, c.softirq),
+            (10_000_000, 20_000_000, 110_000_000)
+        );
+        assert_eq!(
+            c.total(),
+            (8937 + 1 + 2487 + 22699 + 119 + 2 + 11 + 780) * 10_000_000
+        );
         assert!(parse_proc_stat("cpu1 1 2\n", 1).is_err());
     }
 

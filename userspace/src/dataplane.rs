@@ -5,8 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use aya::{
     maps::{CpuMap, MapData, PerCpuArray},
     programs::{
-        tc::TcAttachOptions, LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp,
-        XdpMode,
+        tc::TcAttachOptions, LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode,
     },
     Ebpf, EbpfLoader,
 };

@@ -5,11 +5,18 @@
 //! relieve. With GRO on and threaded NAPI on the server veth, receive runs in a kernel thread
 //! `napi/<veth>-<id>` that is pinned to `rx_cpu`, whatever CPU sends. The sender's TX checksum
 //! offload is off: native-XDP cpumap redirect on veth drops TCP with partial checksums.
+//!
+//! The replies need the same care in the other direction, or the loader's receive of every
+//! reply runs as NET_RX on the *server's* CPU (veth's backlog of the sending CPU), work a real
+//! set-up does on the loader's machine. veth uses the peer's NAPI only for GRO-eligible skbs,
+//! and a TSO skb is not one: so TSO is off on the server veth, and GRO plus threaded NAPI on
+//! the loader veth, its kthread pinned to the loader CPUs (the recipe verified on 6.18 in the
+//! project's steering notes).
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::process::{Command, Stdio};
 
-use crate::netns::{ip, pin_pid, VethLab};
+use crate::netns::{ip, pin_pid, pin_pid_to, VethLab};
 use rxsteer_tune::cpus::format_cpu_list;
 
 /// The CPU roles as flags (`lab` and `compare`); unset ones are chosen from the machine.
@@ -141,6 +148,26 @@ pub const LAB_TAG: &str = "lab";
 pub struct EmbeddedLab {
     pub veth: VethLab,
     pub napi_pid: u32,
+    /// The loader veth's NAPI kthread (the replies' receive).
+    pub loader_napi_pid: u32,
+}
+
+/// Frames each lab veth may queue for transmit (its pfifo qdisc).
+pub const TX_QUEUE: u32 = 1000;
+
+/// The lab's offload and NAPI settings, stored with every run (run.json `setup.lab`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LabSettings {
+    pub server_gro: bool,
+    pub server_tso: bool,
+    pub server_napi_threaded: bool,
+    pub server_napi_cpu: u32,
+    pub loader_tx_checksum: bool,
+    pub loader_gro: bool,
+    pub loader_napi_threaded: bool,
+    pub loader_napi_cpus: Vec<u32>,
+    /// Both veths transmit through a pfifo of this many frames (backpressure, not drops).
+    pub tx_qdisc_pfifo: u32,
 }
 
 impl EmbeddedLab {
@@ -161,16 +188,59 @@ impl EmbeddedLab {
 
     pub fn create(roles: &Roles) -> Result<Self> {
         let veth = VethLab::create(LAB_TAG, 1)?;
-        ethtool(veth.server.name(), &["-K", &veth.server_dev, "gro", "on"])?;
-        ethtool(veth.client.name(), &["-K", &veth.client_dev, "tx", "off"])?;
-        write_sysfs(
-            veth.server.name(),
-            &format!("/sys/class/net/{}/threaded", veth.server_dev),
-            "1",
-        )?;
+        let (server, client) = (veth.server.name(), veth.client.name());
+        ethtool(server, &["-K", &veth.server_dev, "gro", "on", "tso", "off"])?;
+        ethtool(client, &["-K", &veth.client_dev, "tx", "off", "gro", "on"])?;
+        for (ns, dev) in [(server, &veth.server_dev), (client, &veth.client_dev)] {
+            write_sysfs(ns, &format!("/sys/class/net/{dev}/threaded"), "1")?;
+        }
+        // veth has no queue of its own (noqueue): a sender that outruns the peer's 256-frame
+        // NAPI ring loses frames, then waits out TCP's 200 ms retransmit timeout, which a
+        // wire-paced NIC would not do. With a real qdisc, veth pushes back instead of dropping.
+        for (ns, dev) in [
+            (&veth.server, &veth.server_dev),
+            (&veth.client, &veth.client_dev),
+        ] {
+            ns.command("tc")
+                .args(["qdisc", "replace", "dev", dev, "root", "pfifo", "limit"])
+                .arg(TX_QUEUE.to_string())
+                .output()
+                .context("running tc")
+                .and_then(|o| {
+                    if o.status.success() {
+                        Ok(())
+                    } else {
+                        bail!(
+                            "tc qdisc replace dev {dev} root pfifo: {}",
+                            String::from_utf8_lossy(&o.stderr).trim()
+                        )
+                    }
+                })?;
+        }
         let napi_pid = napi_thread(&veth.server_dev)?;
         pin_pid(napi_pid, roles.rx_cpu)?;
-        Ok(Self { veth, napi_pid })
+        let loader_napi_pid = napi_thread(&veth.client_dev)?;
+        pin_pid_to(loader_napi_pid, &roles.loader_cpus)?;
+        Ok(Self {
+            veth,
+            napi_pid,
+            loader_napi_pid,
+        })
+    }
+
+    /// What `create` set, as stored with a run.
+    pub fn settings(&self, roles: &Roles) -> LabSettings {
+        LabSettings {
+            server_gro: true,
+            server_tso: false,
+            server_napi_threaded: true,
+            server_napi_cpu: roles.rx_cpu,
+            loader_tx_checksum: false,
+            loader_gro: true,
+            loader_napi_threaded: true,
+            loader_napi_cpus: roles.loader_cpus.clone(),
+            tx_qdisc_pfifo: TX_QUEUE,
+        }
     }
 }
 

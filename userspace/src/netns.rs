@@ -120,10 +120,18 @@ pub fn pin_current_thread(cpu: u32) -> Result<()> {
 
 /// Pins task `pid` (0 = the calling thread) to one CPU.
 pub fn pin_pid(pid: u32, cpu: u32) -> Result<()> {
+    pin_pid_to(pid, &[cpu])
+}
+
+/// Pins task `pid` (0 = the calling thread) to a set of CPUs.
+pub fn pin_pid_to(pid: u32, cpus: &[u32]) -> Result<()> {
+    let shown = rxsteer_tune::cpus::format_cpu_list(cpus);
     // SAFETY: cpu_set_t is plain data; CPU_SET checks the index against the set's size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
+        for &cpu in cpus {
+            libc::CPU_SET(cpu as usize, &mut set);
+        }
         if libc::sched_setaffinity(
             pid as libc::pid_t,
             std::mem::size_of::<libc::cpu_set_t>(),
@@ -131,7 +139,7 @@ pub fn pin_pid(pid: u32, cpu: u32) -> Result<()> {
         ) != 0
         {
             return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("pinning task {pid} to CPU {cpu}"));
+                .with_context(|| format!("pinning task {pid} to CPU {shown}"));
         }
     }
     Ok(())

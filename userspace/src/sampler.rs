@@ -391,7 +391,10 @@ mod tests {
             (7, 700, 7)
         );
         assert_eq!((s.cpus[1].net_rx_runs, s.cpus[1].net_rx_ns), (3, 9000));
-        assert_eq!((s.cpus[1].stack_packets, s.cpus[1].stack_class.http), (7, 7));
+        assert_eq!(
+            (s.cpus[1].stack_packets, s.cpus[1].stack_class.http),
+            (7, 7)
+        );
         assert_eq!(s.redirect_err, 2);
         assert_eq!(s.redirect_err_by_errno.get("28"), Some(&2));
     }

@@ -98,8 +98,12 @@ pub fn is_quit(e: &Event) -> bool {
 }
 
 fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMode) {
-    let [title, body] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(f.area());
+    let [title, meaning, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(f.area());
     let errors = history.back().map_or(String::new(), |s| {
         format!(
             "  redirect errors {}  xdp exceptions {}",
@@ -114,6 +118,7 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMo
         ]),
         title,
     );
+    f.render_widget(Line::from(format!(" {}", mode.meaning())).dim(), meaning);
     let [maps, table] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
     draw_heatmaps(f, maps, history);
@@ -177,39 +182,43 @@ fn heat(v: f64) -> Color {
 }
 
 fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
+    // xdp/s: where the driver received (XDP); stack/s: where the stack ran (tc ingress);
+    // tx/s: where packets left (tc egress); busy%: /proc/stat, all of the CPU's work.
     let header = Row::new([
-        "cpu", "pkt/s", "MB/s", "NET_RX%", "kthr%", "NET_TX%", "drop", "squeeze", "rps",
+        "cpu", "xdp/s", "stack/s", "tx/s", "NET_RX%", "kthr%", "busy%", "drop", "squeeze",
     ])
     .bold();
     let rows: Vec<Row> = last.map_or(vec![], |s| {
         let pct = |ns: u64| format!("{:.1}", ns as f64 / (s.interval_s * 1e7));
+        let rate = |n: u64| format!("{:.0}", n as f64 / s.interval_s);
         s.cpus
             .iter()
             .map(|c| {
+                let busy = c.time.busy() as f64 / c.time.total().max(1) as f64 * 100.0;
                 Row::new([
                     c.cpu.to_string(),
-                    format!("{:.0}", c.packets as f64 / s.interval_s),
-                    format!("{:.2}", c.bytes as f64 / s.interval_s / 1e6),
+                    rate(c.packets),
+                    rate(c.stack_packets),
+                    rate(c.tx_packets),
                     pct(c.net_rx_ns),
                     pct(c.cpumap_kthread_ns + c.napi_kthread_ns),
-                    pct(c.net_tx_ns),
+                    format!("{busy:.0}"),
                     c.softnet.dropped.to_string(),
                     c.softnet.time_squeeze.to_string(),
-                    c.softnet.received_rps.to_string(),
                 ])
             })
             .collect()
     });
     let widths = [
         Constraint::Length(4),
-        Constraint::Length(9),
-        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
         Constraint::Length(7),
         Constraint::Length(6),
-        Constraint::Length(7),
+        Constraint::Length(5),
         Constraint::Length(5),
         Constraint::Length(7),
-        Constraint::Length(6),
     ];
     f.render_widget(
         Table::new(rows, widths)
@@ -234,13 +243,14 @@ mod tests {
             s.cpus.push(CpuSample {
                 cpu,
                 packets: 1000 * (cpu as u64 + 1),
+                stack_packets: 7000 + cpu as u64,
                 net_rx_ns: 250_000_000,
                 ..Default::default()
             });
         }
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
-        t.draw(|f| draw(f, &history, "veth0", AttachedMode::Drv))
+        t.draw(|f| draw(f, &history, "veth0", AttachedMode::Skb))
             .unwrap();
         let text: String = t
             .backend()
@@ -249,7 +259,12 @@ mod tests {
             .iter()
             .map(|c| c.symbol())
             .collect();
-        assert!(text.contains("rxsteer top  veth0  XDP driver (native)"));
+        assert!(text.contains("rxsteer top  veth0  XDP skb (generic)"));
+        assert!(
+            text.contains("after the RX core has built and GRO'd"),
+            "the mode's meaning"
+        );
+        assert!(text.contains("7001"), "tc ingress packets/s of cpu1");
         assert!(text.contains("cpu0") && text.contains("cpu1"));
         assert!(text.contains("2000"), "pkt/s of cpu1");
         assert!(

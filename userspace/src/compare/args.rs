@@ -3,7 +3,10 @@ use anyhow::{bail, Result};
 use std::{path::PathBuf, time::Duration};
 
 use super::load::{self, LoaderArg};
-use crate::top::parse_interval;
+use crate::{
+    dataplane::{FragsChoice, XdpModeChoice},
+    top::parse_interval,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -20,6 +23,41 @@ impl Mode {
             Mode::Cpumap => "cpumap",
         }
     }
+}
+
+/// One arm of the comparison: a steering mode in one XDP attach mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arm {
+    pub mode: Mode,
+    pub xdp: XdpModeChoice,
+    /// The run compares XDP modes, so the arm's name carries its XDP mode.
+    pub per_xdp_mode: bool,
+}
+
+impl Arm {
+    /// The arm's name in run.json and file names: `cpumap`, or `cpumap-skb` when the run
+    /// compares XDP modes.
+    pub fn key(&self) -> String {
+        if self.per_xdp_mode {
+            format!("{}-{}", self.mode.as_str(), self.xdp.as_str())
+        } else {
+            self.mode.as_str().to_string()
+        }
+    }
+}
+
+/// `--xdp-mode` of the comparison: one attach mode, or both side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpArg {
+    /// Driver mode where the interface has it, else skb mode (the report says which ran).
+    Auto,
+    /// Native (driver) XDP; refused on an interface without it.
+    Drv,
+    /// Generic (skb) XDP: after the RX core built and GRO'd each packet, as on a NIC whose
+    /// driver has no native XDP (the GB10's r8169).
+    Skb,
+    /// Every steering mode in drv and in skb mode.
+    Both,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -57,6 +95,9 @@ pub enum Scenario {
     Health,
     Rpc,
     Echo,
+    /// A POST of --body-size bytes (default 64 KiB) answered with its byte count: the
+    /// receiving side is the limit, as with the seed's single RX core.
+    Upload,
 }
 
 impl Scenario {
@@ -65,6 +106,7 @@ impl Scenario {
             Scenario::Health => "health",
             Scenario::Rpc => "rpc",
             Scenario::Echo => "echo",
+            Scenario::Upload => "upload",
         }
     }
 }
@@ -96,6 +138,16 @@ pub struct CompareArgs {
     /// Request each connection sends (rpc: JSON over HTTP, the native record over ZAP).
     #[arg(long, value_enum, default_value = "health")]
     pub scenario: Scenario,
+    /// Request body bytes for echo and upload (rxload's default otherwise: 64 KiB for
+    /// upload, 16 for echo).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=64 << 20))]
+    pub body_size: Option<u32>,
+    /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub xdp_mode: XdpArg,
+    /// Multi-buffer aware XDP programs (auto: where the kernel accepts them).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub xdp_frags: FragsChoice,
     /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds).
     #[arg(long, short = 'd', default_value = "5s", value_parser = parse_seconds)]
     pub duration: Duration,
@@ -171,6 +223,30 @@ impl CompareArgs {
         }
     }
 
+    pub fn xdp_modes(&self) -> Vec<XdpModeChoice> {
+        match self.xdp_mode {
+            XdpArg::Auto => vec![XdpModeChoice::Auto],
+            XdpArg::Drv => vec![XdpModeChoice::Drv],
+            XdpArg::Skb => vec![XdpModeChoice::Skb],
+            XdpArg::Both => vec![XdpModeChoice::Drv, XdpModeChoice::Skb],
+        }
+    }
+
+    /// Every arm: each steering mode in each XDP mode.
+    pub fn arms(&self) -> Vec<Arm> {
+        let xdp = self.xdp_modes();
+        let per_xdp_mode = xdp.len() > 1;
+        xdp.iter()
+            .flat_map(|&x| {
+                self.modes().into_iter().map(move |mode| Arm {
+                    mode,
+                    xdp: x,
+                    per_xdp_mode,
+                })
+            })
+            .collect()
+    }
+
     pub fn protos(&self) -> Vec<Proto> {
         match self.proto {
             ProtoArg::Http => vec![Proto::Http],
@@ -196,6 +272,31 @@ impl CompareArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_xdp_modes_make_an_arm_each() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            c: CompareArgs,
+        }
+        let parse = |a: &[&str]| {
+            <Cli as clap::Parser>::try_parse_from(
+                std::iter::once("compare").chain(a.iter().copied()),
+            )
+            .unwrap()
+            .c
+        };
+        let keys = |c: &CompareArgs| c.arms().iter().map(Arm::key).collect::<Vec<_>>();
+        assert_eq!(keys(&parse(&[])), ["none", "rps", "cpumap"]);
+        assert_eq!(
+            keys(&parse(&["--xdp-mode", "both", "--steer", "cpumap"])),
+            ["cpumap-drv", "cpumap-skb"]
+        );
+        let both = parse(&["--xdp-mode", "both"]);
+        assert_eq!(both.arms().len(), 6);
+        assert_eq!(both.arms()[3].xdp, XdpModeChoice::Skb);
+    }
 
     #[test]
     fn durations_take_bare_seconds_or_units() {

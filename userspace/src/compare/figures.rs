@@ -5,7 +5,8 @@ use anyhow::Result;
 use serde_json::{json, Value};
 use std::{io::Write, path::Path};
 
-use super::{watch::Tagged, Mode, Proto};
+use super::{watch::Tagged, Arm, Proto};
+use crate::breakdown::{self, Claims, TimeSplit};
 
 /// Per-CPU rates over the measured samples, and totals of the things that go wrong.
 #[derive(Default, Debug, PartialEq)]
@@ -15,6 +16,13 @@ pub struct CpuFigures {
     pub kthread_ms_per_s: Vec<f64>,
     pub packets_per_s: Vec<f64>,
     pub arrived_per_s: Vec<f64>,
+    /// tc ingress: packets the stack processed on each CPU; tc egress: packets sent.
+    pub stack_per_s: Vec<f64>,
+    pub tx_per_s: Vec<f64>,
+    /// The loader veth's NAPI kthread (lab): the replies' receive, not the server's.
+    pub loader_napi_ms_per_s: Vec<f64>,
+    /// Where each CPU's time went, ms per s.
+    pub time: Vec<TimeSplit>,
     pub redirect_err: u64,
     pub enqueue_drops: u64,
     pub cpumap_drops: u64,
@@ -36,6 +44,10 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         kthread_ms_per_s: vec![0.0; n],
         packets_per_s: vec![0.0; n],
         arrived_per_s: vec![0.0; n],
+        stack_per_s: vec![0.0; n],
+        tx_per_s: vec![0.0; n],
+        loader_napi_ms_per_s: vec![0.0; n],
+        time: vec![TimeSplit::default(); n],
         ..Default::default()
     };
     for t in &measured {
@@ -43,6 +55,22 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         f.seconds += s.interval_s;
         f.redirect_err += s.redirect_err;
         for (i, c) in s.cpus.iter().enumerate() {
+            let on = |m: &std::collections::BTreeMap<u32, u64>| m.get(&c.cpu).copied().unwrap_or(0);
+            let net_rx = c.net_rx_ns;
+            f.time[i].add(&TimeSplit::of(
+                &c.time,
+                &Claims {
+                    net_rx,
+                    other_softirq: c.softirq_ns.iter().sum::<u64>().saturating_sub(net_rx),
+                    receive_kthread: c.cpumap_kthread_ns + c.napi_kthread_ns,
+                    loader_kthread: c.other_napi_kthread_ns,
+                    server: on(&t.procs.server),
+                    loader: on(&t.procs.loader),
+                },
+            ));
+            f.stack_per_s[i] += c.stack_packets as f64;
+            f.tx_per_s[i] += c.tx_packets as f64;
+            f.loader_napi_ms_per_s[i] += c.other_napi_kthread_ns as f64 / 1e6;
             f.receive_ms_per_s[i] += c.receive_ns() as f64 / 1e6;
             f.net_rx_ms_per_s[i] += c.net_rx_ns as f64 / 1e6;
             f.kthread_ms_per_s[i] += (c.cpumap_kthread_ns + c.napi_kthread_ns) as f64 / 1e6;
@@ -61,10 +89,16 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         &mut f.kthread_ms_per_s,
         &mut f.packets_per_s,
         &mut f.arrived_per_s,
+        &mut f.stack_per_s,
+        &mut f.tx_per_s,
+        &mut f.loader_napi_ms_per_s,
     ] {
         for x in v.iter_mut() {
             *x = (*x / secs * 10.0).round() / 10.0;
         }
+    }
+    for t in f.time.iter_mut() {
+        *t = t.rate(f.seconds);
     }
     f
 }
@@ -82,18 +116,37 @@ pub fn imbalance(receive: &[f64]) -> f64 {
 }
 
 /// One row of run.json.
-pub fn row(rep: u32, mode: Mode, proto: Proto, load: Option<&Value>, tagged: &[Tagged]) -> Value {
+pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&Value>, tagged: &[Tagged]) -> Value {
     let f = cpu_figures(tagged);
-    let xdp_mode = tagged
-        .first()
-        .map_or(Value::Null, |t| t.raw.json["xdp_mode"].clone());
+    // How attach ran (from its sample lines): XDP mode, frags, tc.
+    let attached = |k: &str| {
+        tagged
+            .first()
+            .map_or(Value::Null, |t| t.raw.json[k].clone())
+    };
+    let cpu_ids: Vec<u32> = tagged
+        .iter()
+        .find(|t| t.phase == "measure")
+        .map_or(vec![], |t| {
+            t.raw.sample.cpus.iter().map(|c| c.cpu).collect()
+        });
+    let verdict = breakdown::verdict(
+        &cpu_ids
+            .iter()
+            .copied()
+            .zip(f.time.iter().copied())
+            .collect::<Vec<_>>(),
+    );
     let q = |k: &str| load.map_or(Value::Null, |l| l["latency_us"]["quantiles"][k].clone());
     let errors = load.map_or(Value::Null, |l| l["errors"].clone());
     let error_total: u64 = errors
         .as_object()
         .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    let tc_ran = matches!(attached("tc"), Value::String(ref s) if s == "tcx");
     json!({
-        "rep": rep, "mode": mode.as_str(), "proto": proto.as_str(), "xdp_mode": xdp_mode,
+        "rep": rep, "arm": arm.key(), "mode": arm.mode.as_str(), "proto": proto.as_str(),
+        "xdp_mode": attached("xdp_mode"), "xdp_mode_asked": arm.xdp.as_str(),
+        "xdp_frags": attached("xdp_frags"), "tc": attached("tc"),
         "req_per_s": load.map_or(Value::Null, |l| l["req_per_s"].clone()),
         "loaders": load.map_or(Value::Null, |l| l.get("loaders").cloned().unwrap_or(1.into())),
         "requests": load.map_or(Value::Null, |l| l["requests"].clone()),
@@ -104,16 +157,24 @@ pub fn row(rep: u32, mode: Mode, proto: Proto, load: Option<&Value>, tagged: &[T
         "receive_ms_per_s": f.receive_ms_per_s, "net_rx_ms_per_s": f.net_rx_ms_per_s,
         "kthread_ms_per_s": f.kthread_ms_per_s, "packets_per_s": f.packets_per_s,
         "cpumap_arrived_per_s": f.arrived_per_s, "imbalance": imbalance(&f.receive_ms_per_s),
+        "stack_packets_per_s": if tc_ran { json!(f.stack_per_s) } else { Value::Null },
+        "tx_packets_per_s": if tc_ran { json!(f.tx_per_s) } else { Value::Null },
+        "loader_napi_ms_per_s": f.loader_napi_ms_per_s,
+        "time_ms_per_s": f.time, "verdict": verdict,
         "redirect_err": f.redirect_err, "enqueue_drops": f.enqueue_drops, "cpumap_drops": f.cpumap_drops,
         "softnet_dropped": f.softnet_dropped, "steer_fallback": f.steer_fallback,
     })
 }
 
-/// This row's req/s over untuned's, same repetition and protocol, when untuned ran already.
+/// This row's req/s over untuned's, same repetition, protocol and XDP mode, when untuned ran
+/// already.
 pub fn ratio_to_untuned(rows: &[Value], row: &Value) -> Option<f64> {
-    let base = rows
-        .iter()
-        .find(|r| r["mode"] == "none" && r["rep"] == row["rep"] && r["proto"] == row["proto"])?;
+    let base = rows.iter().find(|r| {
+        r["mode"] == "none"
+            && r["rep"] == row["rep"]
+            && r["proto"] == row["proto"]
+            && r["xdp_mode_asked"] == row["xdp_mode_asked"]
+    })?;
     let b = base["req_per_s"].as_f64()?;
     Some(row["req_per_s"].as_f64()? / b.max(1e-9))
 }
@@ -206,6 +267,7 @@ mod tests {
         Tagged {
             phase,
             raw: RawSample { json, sample: s },
+            procs: Default::default(),
         }
     }
 
@@ -226,7 +288,20 @@ mod tests {
         let load = json!({"req_per_s": 5000.0, "requests": 5000, "errors": {"read": 2, "connect": 1},
             "latency_us": {"quantiles": {"p50": 10, "p99": 90, "p99.9": 120, "max": 300}},
             "client": {"allocs_per_request": 0.0}});
-        let r = row(1, Mode::Cpumap, Proto::Zap, Some(&load), &t);
+        let arm = Arm {
+            mode: super::super::Mode::Cpumap,
+            xdp: crate::dataplane::XdpModeChoice::Skb,
+            per_xdp_mode: true,
+        };
+        let r = row(1, arm, Proto::Zap, Some(&load), &t);
+        assert_eq!(
+            (r["arm"].as_str(), r["xdp_mode_asked"].as_str()),
+            (Some("cpumap-skb"), Some("skb"))
+        );
+        assert!(
+            r["stack_packets_per_s"].is_null(),
+            "no tc line: no tc figures"
+        );
         assert_eq!(r["p99_us"], 90);
         assert_eq!(r["error_total"], 3);
         assert_eq!(r["xdp_mode"], "drv");

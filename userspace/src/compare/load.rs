@@ -71,6 +71,8 @@ pub fn ssh_dests(args: &[LoaderArg]) -> Result<Vec<SshDest>> {
 pub struct LoadSpec<'a> {
     pub proto: Proto,
     pub scenario: Scenario,
+    /// rxload's --body-size, when given.
+    pub body_size: Option<u32>,
     pub connections: u32,
     pub io: LoaderIo,
     pub measure: Duration,
@@ -95,7 +97,7 @@ impl LoadSpec<'_> {
     /// rxload's arguments, without where its files go.
     fn rxload_args(&self) -> Vec<String> {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
-        vec![
+        let mut a = vec![
             self.url(),
             "-c".into(),
             self.connections.to_string(),
@@ -111,7 +113,11 @@ impl LoadSpec<'_> {
             self.io.as_str().into(),
             "--live-interval".into(),
             "500ms".into(),
-        ]
+        ];
+        if let Some(b) = self.body_size {
+            a.extend(["--body-size".into(), b.to_string()]);
+        }
+        a
     }
 
     fn local_files(&self) -> Vec<String> {

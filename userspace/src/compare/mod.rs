@@ -15,7 +15,7 @@ mod sites;
 mod ssh;
 mod watch;
 
-pub use args::{CompareArgs, LoaderIo, Mode, Proto, ProtoArg, Scenario, SteerArg};
+pub use args::{Arm, CompareArgs, LoaderIo, Mode, Proto, ProtoArg, Scenario, SteerArg, XdpArg};
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
@@ -36,11 +36,11 @@ use screen::{Done, Screen};
 use session::ModeSession;
 use watch::Ended;
 
-/// The mode order of one repetition: rotated by one each time, so no mode always runs first
+/// The arm order of one repetition: rotated by one each time, so no arm always runs first
 /// (on a drifting machine the first slot is not like the last).
-pub fn rotated(modes: &[Mode], rep: u32) -> Vec<Mode> {
-    let n = modes.len();
-    (0..n).map(|k| modes[(k + rep as usize) % n]).collect()
+pub fn rotated<T: Copy>(arms: &[T], rep: u32) -> Vec<T> {
+    let n = arms.len();
+    (0..n).map(|k| arms[(k + rep as usize) % n]).collect()
 }
 
 fn default_out() -> PathBuf {
@@ -95,24 +95,27 @@ pub(super) fn measure(
     let mut screen = Screen::new(tui, caveat.clone());
     let mut rows: Vec<Value> = Vec::new();
     let modes = args.modes();
+    let arms = args.arms();
     for rep in 0..args.reps {
-        for mode in rotated(&modes, rep) {
+        for arm in rotated(&arms, rep) {
             let label = |p: Proto| {
                 format!(
-                    "rep {}/{}  {}  {}",
+                    "rep {}/{}  {}  {}  (XDP {})",
                     rep + 1,
                     args.reps,
-                    mode.as_str(),
-                    p.as_str()
+                    arm.mode.as_str(),
+                    p.as_str(),
+                    arm.xdp.as_str()
                 )
             };
             for proto in args.protos() {
                 screen.begin(label(proto));
-                let base = format!("{}-{}-rep{rep}", mode.as_str(), proto.as_str());
-                let session = ModeSession::start(site, mode, proto, args.interval)?;
+                let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
+                let session = ModeSession::start(site, arm, args.xdp_frags, proto, args.interval)?;
                 let spec = LoadSpec {
                     proto,
                     scenario: args.scenario,
+                    body_size: args.body_size,
                     connections: args.connections,
                     io: args.loader_io,
                     measure: args.duration,
@@ -124,12 +127,17 @@ pub(super) fn measure(
                     base,
                 };
                 let mut children = loader.spawn(&spec)?;
+                let mut clocks = watch::Clocks::new(
+                    session.serve_pid(),
+                    children.iter().map(std::process::Child::id).collect(),
+                );
                 let mut tagged = Vec::new();
                 let ended = watch::follow(
                     &mut children,
                     args.warmup + args.duration,
                     &spec.live,
                     &session.samples,
+                    &mut clocks,
                     &mut screen,
                     stop,
                     &mut tagged,
@@ -150,7 +158,7 @@ pub(super) fn measure(
                 let load = loader.collect(&spec, &mut children)?;
                 session.stop()?;
                 figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
-                let row = figures::row(rep, mode, proto, load.as_ref(), &tagged);
+                let row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
                 let ratio = figures::ratio_to_untuned(&rows, &row);
                 screen.on_done(Done {
                     label: label(proto),
@@ -165,6 +173,8 @@ pub(super) fn measure(
     drop(screen);
     let doc = json!({
         "setup": setup, "cpus": online_cpus()?.len(), "steer": modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
+        "arms": arms.iter().map(Arm::key).collect::<Vec<_>>(), "xdp_mode": format!("{:?}", args.xdp_mode).to_lowercase(),
+        "xdp_frags": args.xdp_frags.as_str(), "body_size": args.body_size,
         "protos": args.protos().iter().map(|p| p.as_str()).collect::<Vec<_>>(), "scenario": args.scenario.as_str(),
         "seconds": args.duration.as_secs_f64(), "warmup_s": args.warmup.as_secs_f64(), "connections": args.connections,
         "loader_io": args.loader_io.as_str(), "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,

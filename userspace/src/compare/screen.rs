@@ -85,6 +85,13 @@ impl Screen {
         self.live.push(l.clone());
     }
 
+    /// The XDP mode attach reported running (the label carries what was asked).
+    pub fn on_attached(&mut self, xdp_mode: &str) {
+        if !self.label.contains(" ran ") {
+            self.label.push_str(&format!(" ran {xdp_mode}"));
+        }
+    }
+
     pub fn on_done(&mut self, d: Done) {
         self.done.push(d);
     }

@@ -12,7 +12,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Mode, Proto, Site};
+use super::{Arm, Mode, Proto, Site};
+use crate::dataplane::FragsChoice;
 use crate::sampler::Sample;
 use rxsteer_tune::cpus::format_cpu_list;
 
@@ -60,7 +61,14 @@ pub struct ModeSession {
 impl ModeSession {
     /// cpumap steers only `proto`'s class: the service CPU sets must be disjoint, and only
     /// that protocol's load runs in this session.
-    pub fn start(site: &Site, mode: Mode, proto: Proto, interval: Duration) -> Result<Self> {
+    pub fn start(
+        site: &Site,
+        arm: Arm,
+        frags: FragsChoice,
+        proto: Proto,
+        interval: Duration,
+    ) -> Result<Self> {
+        let mode = arm.mode;
         let me = std::env::current_exe()?;
         let targets = format_cpu_list(&site.steer_targets);
         let mut args: Vec<String> = vec![
@@ -71,7 +79,9 @@ impl ModeSession {
             mode.as_str().into(),
             "--json".into(),
             "--xdp-mode".into(),
-            site.xdp_mode.clone(),
+            arm.xdp.as_str().into(),
+            "--xdp-frags".into(),
+            frags.as_str().into(),
             "--interval".into(),
             format!("{}ms", interval.as_millis()),
         ];
@@ -124,6 +134,11 @@ impl ModeSession {
         };
         wait_for(&mut session.serve, "ZAP on").context("rxsteer serve")?;
         Ok(session)
+    }
+
+    /// The server's pid (its CPU time is the server's share of each CPU).
+    pub fn serve_pid(&self) -> u32 {
+        self.serve.id()
     }
 
     /// Stops the server, then attach (which reverts the mode), and checks both ended cleanly.

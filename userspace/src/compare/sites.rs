@@ -25,7 +25,6 @@ pub struct Site<'a> {
     pub target_ip: String,
     pub server_cpus: Vec<u32>,
     pub steer_targets: Vec<u32>,
-    pub xdp_mode: String,
 }
 
 impl Site<'_> {
@@ -64,13 +63,12 @@ pub fn run_lab(
         } else {
             targets
         },
-        xdp_mode: "drv".into(),
     };
     let loader = Loader::Lab {
         ns: &lab.veth.client,
         cpus: roles.loader_cpus.clone(),
     };
-    let setup = json!({"kind": "lab", "roles": roles, "iface": lab.veth.server_dev,
+    let setup = json!({"kind": "lab", "roles": roles, "iface": lab.veth.server_dev, "lab": lab.settings(roles),
         "steer_targets": site.steer_targets, "qsize": 2048,
         "nic": figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev)});
     let result = measure(args, &site, &loader, setup, caveat, dir, tui, stop);
@@ -107,7 +105,6 @@ pub fn run_iface(
         } else {
             targets
         },
-        xdp_mode: "auto".into(),
     };
     let ssh = load::ssh_dests(&args.loader)?;
     let loader = if !ssh.is_empty() {

@@ -16,6 +16,7 @@ use std::{
 };
 
 use super::{screen::Screen, session::RawSample};
+use crate::cputime::ProcessClock;
 
 /// One of rxload's `--live` lines.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -29,10 +30,42 @@ pub struct LiveLine {
     pub max_us: u64,
 }
 
-/// A stored sample: attach's line plus the phase it belongs to.
+/// A stored sample: attach's line, the phase it belongs to, and the server's and loader's
+/// CPU time per CPU over (about) the same interval.
 pub struct Tagged {
     pub phase: &'static str,
     pub raw: RawSample,
+    pub procs: ProcessNs,
+}
+
+/// ns per CPU id the server and the local loader processes ran, over one interval.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, Deserialize)]
+pub struct ProcessNs {
+    pub server: std::collections::BTreeMap<u32, u64>,
+    pub loader: std::collections::BTreeMap<u32, u64>,
+}
+
+/// The server's and the local loaders' CPU clocks, read as each sample arrives (read from
+/// outside, /proc/PID/task/*/stat, the same way for both).
+pub struct Clocks {
+    server: ProcessClock,
+    loader: ProcessClock,
+}
+
+impl Clocks {
+    pub fn new(server: u32, loaders: Vec<u32>) -> Self {
+        Self {
+            server: ProcessClock::new(vec![server]),
+            loader: ProcessClock::new(loaders),
+        }
+    }
+
+    fn take(&mut self) -> ProcessNs {
+        ProcessNs {
+            server: self.server.take(),
+            loader: self.loader.take(),
+        }
+    }
 }
 
 pub enum Ended {
@@ -86,11 +119,13 @@ impl Tail {
 }
 
 /// Follows the load until every rxload exits (or, with none, for `window`), or until stopped.
+#[allow(clippy::too_many_arguments)]
 pub fn follow(
     load: &mut [Child],
     window: Duration,
     live_file: &Path,
     samples: &mpsc::Receiver<RawSample>,
+    clocks: &mut Clocks,
     screen: &mut Screen,
     stop: &AtomicBool,
     tagged: &mut Vec<Tagged>,
@@ -110,7 +145,14 @@ pub fn follow(
         }
         while let Ok(raw) = samples.try_recv() {
             screen.on_sample(&raw.sample);
-            tagged.push(Tagged { phase, raw });
+            if let Some(m) = raw.json["xdp_mode"].as_str() {
+                screen.on_attached(m);
+            }
+            tagged.push(Tagged {
+                phase,
+                raw,
+                procs: clocks.take(),
+            });
         }
         if screen.tick()? || stop.load(Ordering::SeqCst) {
             return Ok(Ended::Stopped);

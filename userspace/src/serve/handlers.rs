@@ -4,6 +4,7 @@
 //! - `POST /rpc` -> the rpc record: native ZAP when the request's Content-Type is
 //!   `application/zap`, JSON otherwise; identical compute either way
 //! - `POST /echo` -> the body back
+//! - `POST /upload` -> the number of body bytes received, as text (a receive-heavy load)
 //! - anything else -> 404
 use rxsteer_wire::rpc;
 
@@ -57,6 +58,15 @@ pub fn handle<'a>(
             content_type: CT_OCTETS,
             body: Body::Request(body),
         },
+        (b"POST", b"/upload") => {
+            // Into the reused scratch buffer: no allocation once it has grown to 20 bytes.
+            let _ = std::io::Write::write_fmt(scratch, format_args!("{}", body.len()));
+            Reply {
+                status: 200,
+                content_type: CT_TEXT,
+                body: Body::Scratch,
+            }
+        }
         (b"POST", b"/rpc") if content_type.is_some_and(|c| c.eq_ignore_ascii_case(CT_ZAP)) => {
             match rpc::handle_native(body, scratch) {
                 Ok(()) => Reply {
@@ -111,6 +121,11 @@ mod tests {
             Body::Request(b"abc")
         );
         assert_eq!(handle(b"GET", b"/echo", None, b"", &mut s).status, 404);
+        let r = handle(b"POST", b"/upload", None, &[7; 65536], &mut s);
+        assert_eq!(
+            (r.status, r.body, s.as_slice()),
+            (200, Body::Scratch, &b"65536"[..])
+        );
         assert_eq!(handle(b"GET", b"/nope", None, b"", &mut s).status, 404);
         let json = br#"{"method":"m","account":"0xdeadbeef00112233445566778899aabbccddeeff","block":1,"id":7}"#;
         let r = handle(b"POST", b"/rpc", Some(CT_JSON), json, &mut s);
