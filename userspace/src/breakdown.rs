@@ -128,7 +128,12 @@ impl TimeSplit {
 
     /// ns summed over `seconds` of wall time → ms per second, rounded to 0.1.
     pub fn rate(&self, seconds: f64) -> TimeSplit {
-        let f = |x: f64| (x / 1e6 / seconds.max(1e-9) * 10.0).round() / 10.0;
+        self.scaled(1.0 / 1e6 / seconds.max(1e-9))
+    }
+
+    /// Every part times `k`, rounded to 0.1 (a mean: `k` = 1 / count).
+    pub fn scaled(&self, k: f64) -> TimeSplit {
+        let f = |x: f64| (x * k * 10.0).round() / 10.0;
         TimeSplit {
             server: f(self.server),
             loader: f(self.loader),

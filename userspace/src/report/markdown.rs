@@ -3,25 +3,32 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::fmt::Write;
 
-use super::data::{dims, find, label, proto_label, range, ratios, reps};
+use super::data::{
+    arm_of, base, dims, find, label, mean_per_cpu, median, of, proto_label, range, ratios, reps,
+    split,
+};
+use crate::{
+    breakdown::{TimeSplit, Verdict},
+    dataplane::AttachedMode,
+};
 
 /// The few lines printed at the end of a run.
 pub fn summary(run: &Value) -> Result<String> {
     let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (modes, protos) = dims(run);
+    let (arms, protos) = dims(run);
     let mut o = String::new();
     for rep in 0..reps(rows) {
         for p in &protos {
             write!(o, "rep {rep} {}:", proto_label(p))?;
-            for m in &modes {
-                if let Some(r) = find(rows, rep, m, p) {
+            for a in &arms {
+                if let Some(r) = find(rows, rep, a, p) {
                     let Some(rps) = r["req_per_s"].as_f64() else {
-                        write!(o, " {} observed (external load, no req/s);", label(m))?;
+                        write!(o, " {} observed (external load, no req/s);", label(a))?;
                         continue;
                     };
-                    write!(o, " {} {rps:.0} req/s", label(m))?;
-                    if *m != "none" {
-                        if let Some(x) = ratios(&rows[..], m, p).get(rep as usize) {
+                    write!(o, " {} {rps:.0} req/s", label(a))?;
+                    if split(a).0 != "none" {
+                        if let Some(x) = ratio_in(rows, rep, a, p) {
                             write!(o, " ({x:.2}x)")?;
                         }
                     }
@@ -31,8 +38,11 @@ pub fn summary(run: &Value) -> Result<String> {
             writeln!(o)?;
         }
     }
-    if modes.contains(&"none") && modes.len() > 1 {
-        writeln!(o, "(ratios to untuned, same repetition and protocol)")?;
+    if arms.iter().any(|a| split(a).0 == "none") && arms.len() > 1 {
+        writeln!(
+            o,
+            "(ratios to untuned, same repetition, protocol and XDP mode)"
+        )?;
     }
     Ok(o)
 }
@@ -40,15 +50,14 @@ pub fn summary(run: &Value) -> Result<String> {
 /// The report's markdown for a run.
 pub fn render(run: &Value) -> Result<String> {
     let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (modes, protos) = dims(run);
+    let (arms, protos) = dims(run);
     let cpus = run["cpus"].as_u64().unwrap_or(0) as usize;
     let mut o = String::new();
     writeln!(
         o,
         "# Receive steering: {}\n",
-        modes
-            .iter()
-            .map(|m| label(m))
+        arms.iter()
+            .map(|a| label(a))
             .collect::<Vec<_>>()
             .join(" vs ")
     )?;
@@ -123,34 +132,35 @@ pub fn render(run: &Value) -> Result<String> {
             env["before"]["rxsteer"]["git"].as_str().unwrap_or("?")
         )?;
     }
+    xdp_section(&mut o, rows)?;
     writeln!(o, "## Throughput per repetition\n")?;
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
+    let has_base = |a: &str| arms.contains(&base(a));
     for p in &protos {
         writeln!(o, "### {}\n", proto_label(p))?;
         write!(o, "| repetition |")?;
-        for m in &modes {
-            if *m == "none" || !modes.contains(&"none") {
-                write!(o, " {} req/s |", label(m))?;
+        for a in &arms {
+            if split(a).0 == "none" || !has_base(a) {
+                write!(o, " {} req/s |", label(a))?;
             } else {
-                write!(o, " {} / untuned |", label(m))?;
+                write!(o, " {} / untuned |", label(a))?;
             }
         }
         writeln!(
             o,
             " p99 us ({}) | errors |",
-            modes
-                .iter()
-                .map(|m| label(m))
+            arms.iter()
+                .map(|a| label(a))
                 .collect::<Vec<_>>()
                 .join(" / ")
         )?;
-        writeln!(o, "|---|{}---|---|", "---|".repeat(modes.len()))?;
+        writeln!(o, "|---|{}---|---|", "---|".repeat(arms.len()))?;
         for rep in 0..reps(rows) {
             write!(o, "| {rep} |")?;
             let mut p99 = Vec::new();
             let mut errors = 0;
-            for m in &modes {
-                let r = find(rows, rep, m, p);
+            for a in &arms {
+                let r = find(rows, rep, a, p);
                 let Some(rps) = r.and_then(|r| r["req_per_s"].as_f64()) else {
                     // An external load: observed, not measured here.
                     write!(o, " - |")?;
@@ -159,25 +169,21 @@ pub fn render(run: &Value) -> Result<String> {
                 };
                 p99.push(r.map_or("-".into(), |r| r["p99_us"].to_string()));
                 errors += r.and_then(|r| r["error_total"].as_u64()).unwrap_or(0);
-                match (*m, find(rows, rep, "none", p)) {
+                match (split(a).0, ratio_in(rows, rep, a, p)) {
                     ("none", _) | (_, None) => write!(o, " {rps:.0} |")?,
-                    (_, Some(b)) => write!(
-                        o,
-                        " {:.2} |",
-                        rps / b["req_per_s"].as_f64().unwrap_or(0.0).max(1e-9)
-                    )?,
+                    (_, Some(x)) => write!(o, " {x:.2} |")?,
                 }
             }
             writeln!(o, " {} | {errors} |", p99.join(" / "))?;
         }
-        for m in modes.iter().filter(|m| **m != "none") {
-            let v = ratios(rows, m, p);
+        for a in arms.iter().filter(|a| split(a).0 != "none") {
+            let v = ratios(rows, a, p);
             if !v.is_empty() {
                 let (lo, hi) = range(&v);
                 writeln!(
                     o,
                     "\n{} / untuned ranged {lo:.2}-{hi:.2} over {} repetitions.",
-                    label(m),
+                    label(a),
                     v.len()
                 )?;
             }
@@ -186,7 +192,7 @@ pub fn render(run: &Value) -> Result<String> {
     }
     writeln!(o, "## Where the receive work went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows (NET_RX softirq + receive kthreads: cpumap and threaded NAPI), mean over repetitions; imbalance is the busiest CPU over the mean (1.0 = even).\n")?;
-    write!(o, "| mode | protocol |")?;
+    write!(o, "| arm | protocol |")?;
     for c in 0..cpus {
         write!(o, " CPU {c} |")?;
     }
@@ -199,24 +205,18 @@ pub fn render(run: &Value) -> Result<String> {
         "|---|---|{}---|---|---|---|---|---|",
         "---|".repeat(cpus)
     )?;
-    for m in &modes {
+    for a in &arms {
         for p in &protos {
-            let mine: Vec<&Value> = rows
-                .iter()
-                .filter(|r| r["mode"] == *m && r["proto"].as_str().unwrap_or("http") == p)
-                .collect();
-            let mean = |k: &str, c: usize| {
-                mine.iter().filter_map(|r| r[k][c].as_f64()).sum::<f64>() / mine.len().max(1) as f64
-            };
+            let mine = of(rows, a, p);
             let total = |k: &str| mine.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
             let avg = |k: &str| {
                 mine.iter().filter_map(|r| r[k].as_f64()).sum::<f64>() / mine.len().max(1) as f64
             };
-            write!(o, "| {} | {} |", label(m), proto_label(p))?;
-            for c in 0..cpus {
-                write!(o, " {:.0} |", mean("receive_ms_per_s", c))?;
+            write!(o, "| {} | {} |", label(a), proto_label(p))?;
+            for v in mean_per_cpu(&mine, "receive_ms_per_s", cpus) {
+                write!(o, " {v:.0} |")?;
             }
-            let kthread: f64 = (0..cpus).map(|c| mean("kthread_ms_per_s", c)).sum();
+            let kthread: f64 = mean_per_cpu(&mine, "kthread_ms_per_s", cpus).iter().sum();
             writeln!(
                 o,
                 " {kthread:.0} | {:.2} | {} | {} | {} | {} |",
@@ -231,13 +231,286 @@ pub fn render(run: &Value) -> Result<String> {
         }
     }
     writeln!(o)?;
-    for m in &modes {
+    for a in &arms {
         writeln!(
             o,
-            "![{} receive work per CPU over time](heatmap-{m}.svg)",
-            label(m)
+            "![{} receive work per CPU over time](heatmap-{a}.svg)",
+            label(a)
         )?;
     }
+    witness_section(&mut o, rows, &arms, &protos, cpus)?;
+    time_section(&mut o, rows, &arms, &protos)?;
+    verdict_section(&mut o, rows, &arms, &protos)?;
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
+}
+
+/// This arm's req/s over its untuned's in one repetition.
+fn ratio_in(rows: &[Value], rep: u64, arm: &str, proto: &str) -> Option<f64> {
+    let b = find(rows, rep, &base(arm), proto)?["req_per_s"].as_f64()?;
+    Some(find(rows, rep, arm, proto)?["req_per_s"].as_f64()? / b.max(1e-9))
+}
+
+/// Which XDP modes ran, what each means for cpumap, and whether the frags programs ran.
+fn xdp_section(o: &mut String, rows: &[Value]) -> Result<()> {
+    let mut ran: Vec<(&str, bool)> = Vec::new();
+    for r in rows {
+        if let Some(m) = r["xdp_mode"].as_str() {
+            let frags = r["xdp_frags"].as_bool().unwrap_or(false);
+            if !ran.contains(&(m, frags)) {
+                ran.push((m, frags));
+            }
+        }
+    }
+    if ran.is_empty() || rows.iter().all(|r| r["xdp_frags"].is_null()) {
+        return Ok(());
+    }
+    writeln!(o, "## XDP attach mode\n")?;
+    for (m, frags) in ran {
+        let mode = match m {
+            "skb" => AttachedMode::Skb,
+            _ => AttachedMode::Drv,
+        };
+        writeln!(
+            o,
+            "- **{mode}**, {} programs: {}.",
+            if frags {
+                "multi-buffer aware (frags)"
+            } else {
+                "plain (non-frags)"
+            },
+            mode.meaning()
+        )?;
+    }
+    writeln!(o)?;
+    Ok(())
+}
+
+/// XDP packets (where the driver received) beside tc ingress (where the stack ran) and tc
+/// egress (where packets left), per CPU.
+fn witness_section(
+    o: &mut String,
+    rows: &[Value],
+    arms: &[String],
+    protos: &[String],
+    cpus: usize,
+) -> Result<()> {
+    if rows.iter().all(|r| r["stack_packets_per_s"].is_null()) {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "\n## Where the driver received, where the stack ran, where replies left\n"
+    )?;
+    writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode after GRO, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
+    write!(o, "| arm | protocol |")?;
+    for c in 0..cpus {
+        write!(o, " CPU {c}: XDP / stack / tx |")?;
+    }
+    writeln!(o, "\n|---|---|{}", "---|".repeat(cpus))?;
+    for a in arms {
+        for p in protos {
+            let mine = of(rows, a, p);
+            if mine.iter().all(|r| r["stack_packets_per_s"].is_null()) {
+                continue;
+            }
+            let xdp = mean_per_cpu(&mine, "packets_per_s", cpus);
+            let stack = mean_per_cpu(&mine, "stack_packets_per_s", cpus);
+            let tx = mean_per_cpu(&mine, "tx_packets_per_s", cpus);
+            write!(o, "| {} | {} |", label(a), proto_label(p))?;
+            for c in 0..cpus {
+                write!(
+                    o,
+                    " {} / {} / {} |",
+                    kilo(xdp[c]),
+                    kilo(stack[c]),
+                    kilo(tx[c])
+                )?;
+            }
+            writeln!(o)?;
+        }
+    }
+    Ok(())
+}
+
+fn kilo(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.1}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// One arm's time split per CPU and protocol, mean over repetitions (ms per second).
+pub fn time_rows(rows: &[Value], arm: &str, protos: &[String]) -> Vec<(String, TimeSplit)> {
+    let mut out = Vec::new();
+    for p in protos {
+        let splits: Vec<Vec<TimeSplit>> = of(rows, arm, p)
+            .iter()
+            .filter_map(|r| serde_json::from_value(r["time_ms_per_s"].clone()).ok())
+            .collect();
+        let cpus = splits.iter().map(Vec::len).max().unwrap_or(0);
+        for c in 0..cpus {
+            let mut sum = TimeSplit::default();
+            let mut n = 0.0;
+            for s in &splits {
+                if let Some(t) = s.get(c) {
+                    sum.add(t);
+                    n += 1.0;
+                }
+            }
+            out.push((format!("CPU {c} {}", proto_label(p)), sum.scaled(1.0 / n)));
+        }
+    }
+    out
+}
+
+/// Where every CPU's time went, per arm: a table and a stacked chart.
+fn time_section(o: &mut String, rows: &[Value], arms: &[String], protos: &[String]) -> Result<()> {
+    if rows.iter().all(|r| r["time_ms_per_s"].is_null()) {
+        return Ok(());
+    }
+    writeln!(o, "\n## Where every CPU's time went\n")?;
+    writeln!(o, "ms per second of each CPU in the measured windows, mean over repetitions. Each nanosecond is counted once: /proc/stat gives the wall, idle and irq; the BPF softirq accounting gives NET_RX and the other vectors exactly; the server's and loader's time (read from /proc per thread) and the receive kthreads' (schedstat) share what is left, scaled down together where softirq ran inside them. In the lab, the loader column includes its veth's NAPI thread (the replies' receive, which a real set-up does on the loader's machine).\n")?;
+    writeln!(o, "| arm | CPU | server | loader | NET_RX | receive kthread | other softirq | irq | other | idle |")?;
+    writeln!(o, "|---|---|---|---|---|---|---|---|---|---|")?;
+    for a in arms {
+        for (name, t) in time_rows(rows, a, protos) {
+            writeln!(
+                o,
+                "| {} | {name} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                label(a),
+                t.server,
+                t.loader,
+                t.net_rx,
+                t.receive_kthread,
+                t.other_softirq,
+                t.irq,
+                t.other,
+                t.idle
+            )?;
+        }
+    }
+    writeln!(o)?;
+    for a in arms {
+        if !time_rows(rows, a, protos).is_empty() {
+            writeln!(o, "![{} time per CPU](time-{a}.svg)", label(a))?;
+        }
+    }
+    Ok(())
+}
+
+/// The verdict of every load, and per XDP mode and protocol one paragraph on what moved
+/// where and whether it paid off, each sentence from the stored figures.
+fn verdict_section(
+    o: &mut String,
+    rows: &[Value],
+    arms: &[String],
+    protos: &[String],
+) -> Result<()> {
+    let verdicts: Vec<(&Value, Verdict)> = rows
+        .iter()
+        .filter_map(|r| Some((r, serde_json::from_value(r["verdict"].clone()).ok()?)))
+        .collect();
+    if verdicts.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "\n## What limited each load\n")?;
+    writeln!(o, "A CPU busy {:.0} % or more of the window is saturated; the verdict names what took most of its time.\n", crate::breakdown::SATURATED * 100.0)?;
+    for (r, v) in &verdicts {
+        writeln!(
+            o,
+            "- rep {} {} {}: {}",
+            r["rep"],
+            label(arm_of(r)),
+            proto_label(r["proto"].as_str().unwrap_or("http")),
+            v.text
+        )?;
+    }
+    writeln!(o, "\n## What moved where, and whether it paid off\n")?;
+    for p in protos {
+        for a in arms.iter().filter(|a| split(a).0 != "none") {
+            if let Some(text) = paragraph(rows, a, p) {
+                writeln!(o, "**{} over {}.** {text}\n", label(a), proto_label(p))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One arm against its untuned: where receive work and the stack moved, the ratio, and the
+/// limit; `None` when the figures are not there.
+fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
+    let mine = of(rows, arm, proto);
+    let untuned = of(rows, &base(arm), proto);
+    if mine.is_empty() || untuned.is_empty() {
+        return None;
+    }
+    let cpus = mine
+        .iter()
+        .filter_map(|r| r["receive_ms_per_s"].as_array().map(Vec::len))
+        .max()?;
+    let before = mean_per_cpu(&untuned, "receive_ms_per_s", cpus);
+    let after = mean_per_cpu(&mine, "receive_ms_per_s", cpus);
+    let mut s = String::new();
+    let (from, to) = (0..cpus).fold((0, 0), |(f, t), c| {
+        let d = after[c] - before[c];
+        (
+            if d < after[f] - before[f] { c } else { f },
+            if d > after[t] - before[t] { c } else { t },
+        )
+    });
+    let _ = write!(
+        s,
+        "Receive work on CPU {from} went from {:.0} to {:.0} ms/s and on CPU {to} from {:.0} to {:.0} ms/s (untuned to this arm, mean of repetitions).",
+        before[from], after[from], before[to], after[to]
+    );
+    let stack = mean_per_cpu(&mine, "stack_packets_per_s", cpus);
+    let total: f64 = stack.iter().sum();
+    if total > 0.0 {
+        let (c, top) = stack
+            .iter()
+            .enumerate()
+            .fold((0, 0.0), |b, (c, &v)| if v > b.1 { (c, v) } else { b });
+        let _ = write!(
+            s,
+            " tc ingress saw {:.0} % of the stack's packets on CPU {c}: that is where the stack ran.",
+            top / total * 100.0
+        );
+    }
+    let v = ratios(rows, arm, proto);
+    if !v.is_empty() {
+        let (m, (lo, hi)) = (median(&v), range(&v));
+        // Within 2 % of untuned is read as no difference: closer than these runs repeat.
+        let judged = if v.len() < 2 {
+            "one repetition cannot tell a gain from noise"
+        } else if lo > 1.02 {
+            "it paid off in every repetition"
+        } else if hi < 0.98 {
+            "it cost throughput in every repetition"
+        } else {
+            "the repetitions disagree or stay within 2 % of untuned, so no gain or cost is shown"
+        };
+        let _ = write!(
+            s,
+            " It got {m:.2}x untuned's req/s (median of {}, range {lo:.2}-{hi:.2}): {judged}.",
+            v.len()
+        );
+    }
+    let bound = |rs: &[&Value]| -> Option<String> {
+        let mut b: Vec<String> = rs
+            .iter()
+            .filter_map(|r| r["verdict"]["bound"].as_str().map(str::to_string))
+            .collect();
+        b.sort();
+        b.dedup();
+        (!b.is_empty()).then(|| b.join(" / "))
+    };
+    if let (Some(u), Some(me)) = (bound(&untuned), bound(&mine)) {
+        let _ = write!(s, " Untuned was {u}; this arm was {me}.");
+        if let Some(t) = mine.iter().find_map(|r| r["verdict"]["text"].as_str()) {
+            let _ = write!(s, " In repetition 0: {t}.");
+        }
+    }
+    Some(s)
 }

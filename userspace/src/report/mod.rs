@@ -4,20 +4,20 @@ mod data;
 mod markdown;
 mod svg;
 
-use data::{dims, label, proto_label};
+use data::{dims, label, of, proto_label};
 pub use markdown::{render, summary};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
-/// The per-CPU receive work over time of one mode's first repetition (every sample, the
+/// The per-CPU receive work over time of one arm's first repetition (every sample, the
 /// protocols one after the other), from its stored samples.
-fn heatmap_cells(dir: &Path, mode: &str, protos: &[String]) -> Vec<Vec<f64>> {
+fn heatmap_cells(dir: &Path, arm: &str, protos: &[String]) -> Vec<Vec<f64>> {
     let text: String = protos
         .iter()
         .filter_map(|p| {
-            std::fs::read_to_string(dir.join(format!("samples-{mode}-{p}-rep0.jsonl"))).ok()
+            std::fs::read_to_string(dir.join(format!("samples-{arm}-{p}-rep0.jsonl"))).ok()
         })
         .collect();
     text.lines()
@@ -47,18 +47,15 @@ pub fn run(dir: &Path) -> Result<()> {
     .with_context(|| format!("{} is not a comparison's run.json", path.display()))?;
     let md = render(&run)?;
     let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (modes, protos) = dims(&run);
+    let (arms, protos) = dims(&run);
     let collect = |key: &str| -> Vec<Vec<Vec<f64>>> {
         protos
             .iter()
             .map(|p| {
-                modes
-                    .iter()
-                    .map(|m| {
-                        rows.iter()
-                            .filter(|r| {
-                                r["mode"] == *m && r["proto"].as_str().unwrap_or("http") == p
-                            })
+                arms.iter()
+                    .map(|a| {
+                        of(rows, a, p)
+                            .iter()
                             .filter_map(|r| r[key].as_f64())
                             .collect()
                     })
@@ -67,7 +64,8 @@ pub fn run(dir: &Path) -> Result<()> {
             .collect()
     };
     let groups: Vec<&str> = protos.iter().map(|p| proto_label(p)).collect();
-    let names: Vec<&str> = modes.iter().map(|m| label(m)).collect();
+    let labels: Vec<String> = arms.iter().map(|a| label(a)).collect();
+    let names: Vec<&str> = labels.iter().map(String::as_str).collect();
     std::fs::write(
         dir.join("throughput.svg"),
         svg::bars(
@@ -88,15 +86,28 @@ pub fn run(dir: &Path) -> Result<()> {
             &collect("p99_us"),
         ),
     )?;
-    for m in &modes {
+    for a in &arms {
         let title = format!(
             "{}: receive work per CPU over time (repetition 0)",
-            label(m)
+            label(a)
         );
         std::fs::write(
-            dir.join(format!("heatmap-{m}.svg")),
-            svg::heatmap(&title, &heatmap_cells(dir, m, &protos)),
+            dir.join(format!("heatmap-{a}.svg")),
+            svg::heatmap(&title, &heatmap_cells(dir, a, &protos)),
         )?;
+        let bars = markdown::time_rows(rows, a, &protos);
+        if !bars.is_empty() {
+            std::fs::write(
+                dir.join(format!("time-{a}.svg")),
+                svg::stacked(
+                    &format!(
+                        "{}: where each CPU's time went (ms/s, mean of repetitions)",
+                        label(a)
+                    ),
+                    &bars,
+                ),
+            )?;
+        }
     }
     std::fs::write(dir.join("report.md"), &md)?;
     eprintln!("rxsteer report: wrote {}", dir.join("report.md").display());

@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 const W: f64 = 640.0;
 const H: f64 = 300.0;
-const COLORS: [&str; 3] = ["#6b7280", "#2563eb", "#dc2626"];
+const COLORS: [&str; 6] = [
+    "#6b7280", "#2563eb", "#dc2626", "#9ca3af", "#60a5fa", "#f87171",
+];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -12,15 +14,8 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
-}
+use super::data::median;
+use crate::breakdown::TimeSplit;
 
 /// The axis top and tick step for data up to `top`: the smallest step of 1, 2 or 5 x 10^k
 /// that needs at most 8 ticks.
@@ -121,8 +116,9 @@ pub fn bars(
             esc(name)
         );
     }
+    let legend_w = ((W - left) / modes.len().max(1) as f64).min(120.0);
     for (m, mode) in modes.iter().enumerate() {
-        let x = left + 10.0 + 120.0 * m as f64;
+        let x = left + 10.0 + legend_w * m as f64;
         let _ = write!(
             o,
             r#"<rect x="{x}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"#,
@@ -201,6 +197,80 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     o
 }
 
+/// The parts of a CPU's time, in stacking order, with their colours.
+const PARTS: [(&str, &str); 8] = [
+    ("server", "#2563eb"),
+    ("loader", "#9ca3af"),
+    ("NET_RX softirq", "#dc2626"),
+    ("receive kthread", "#f97316"),
+    ("other softirq", "#facc15"),
+    ("irq", "#a855f7"),
+    ("other", "#4b5563"),
+    ("idle", "#f3f4f6"),
+];
+
+/// One horizontal bar per row (a CPU under one protocol), split into where its time went
+/// (ms per second, the bar's full width = 1000).
+pub fn stacked(title: &str, rows: &[(String, TimeSplit)]) -> String {
+    let (left, top, bar_h) = (120.0, 40.0, 18.0);
+    let plot_w = W - left - 20.0;
+    let height = top + (bar_h + 6.0) * rows.len() as f64 + 60.0;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    for (i, (name, t)) in rows.iter().enumerate() {
+        let y = top + (bar_h + 6.0) * i as f64;
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            y + bar_h * 0.75,
+            esc(name)
+        );
+        let total = t.total().max(1e-9);
+        let mut x = left;
+        let values = [
+            t.server,
+            t.loader,
+            t.net_rx,
+            t.receive_kthread,
+            t.other_softirq,
+            t.irq,
+            t.other,
+            t.idle,
+        ];
+        for ((part, color), v) in PARTS.iter().zip(values) {
+            let w = plot_w * v / total;
+            if w <= 0.0 {
+                continue;
+            }
+            let _ = write!(
+                o,
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{bar_h}" fill="{color}" stroke="#ffffff" stroke-width="0.5"><title>{}: {part} {v:.0} ms/s</title></rect>"##,
+                esc(name)
+            );
+            x += w;
+        }
+    }
+    let y = top + (bar_h + 6.0) * rows.len() as f64 + 16.0;
+    for (k, (part, color)) in PARTS.iter().enumerate() {
+        let x = left + (k % 4) as f64 * 125.0;
+        let yy = y + (k / 4) as f64 * 16.0;
+        let _ = write!(
+            o,
+            r##"<rect x="{x}" y="{yy:.1}" width="10" height="10" fill="{color}" stroke="#9ca3af"/><text x="{}" y="{:.1}">{part}</text>"##,
+            x + 14.0,
+            yy + 9.0
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
 /// White through yellow and red to dark red.
 fn shade(share: f64) -> String {
     let r = 255.0 - 115.0 * (share - 0.5).max(0.0) * 2.0;
@@ -245,6 +315,23 @@ mod tests {
         assert!(s.contains("cpumap &lt;receive&gt;"), "escaped");
         assert_eq!(shade(0.0), "rgb(255,255,255)");
         assert_ne!(shade(1.0), shade(0.5));
+    }
+
+    #[test]
+    fn stacked_bars_split_each_cpu() {
+        let t = TimeSplit {
+            server: 500.0,
+            net_rx: 250.0,
+            idle: 250.0,
+            ..Default::default()
+        };
+        let s = stacked(
+            "time",
+            &[("CPU 0 http".into(), t), ("CPU 1 http".into(), t)],
+        );
+        assert_eq!(s.matches("CPU 0 http: ").count(), 3, "three non-zero parts");
+        assert!(s.contains("CPU 1 http: NET_RX softirq 250 ms/s"), "{s}");
+        assert!(s.ends_with("</svg>\n"));
     }
 
     #[test]
