@@ -70,21 +70,20 @@ fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
     let s = server();
     for io in ["tokio", "uring"] {
         for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
-            for scenario in ["health", "rpc", "echo"] {
-                for size in if scenario == "echo" {
-                    &["tiny", "chat", "large"][..]
-                } else {
-                    &["tiny"][..]
+            for scenario in ["health", "rpc", "echo", "upload"] {
+                // "" is the scenario's own default (64 KiB for upload).
+                for size in match scenario {
+                    "echo" => &["tiny", "chat", "large"][..],
+                    "upload" => &["", "small"][..],
+                    _ => &["tiny"][..],
                 } {
                     let target = format!("{scheme}://{addr}");
-                    let (code, v, err) = rxload(&[
-                        &target,
+                    let mut args = vec![
+                        target.as_str(),
                         "--io",
                         io,
                         "--scenario",
                         scenario,
-                        "--body-size",
-                        size,
                         "-c",
                         "4",
                         "-t",
@@ -93,7 +92,11 @@ fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
                         "600ms",
                         "--warmup",
                         "300ms",
-                    ]);
+                    ];
+                    if !size.is_empty() {
+                        args.extend(["--body-size", size]);
+                    }
+                    let (code, v, err) = rxload(&args);
                     let what = format!("--io {io}: {scheme} {scenario} {size}");
                     assert_eq!(code, 0, "{what}: {err}");
                     assert!(v["requests"].as_u64().unwrap() > 50, "{what}: {v}");
@@ -112,6 +115,20 @@ fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
                     assert!(
                         v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap()
                     );
+                    if scenario == "upload" {
+                        // The body went up; the answer (its byte count) is short.
+                        // (bytes_in counts the warm-up's answers too: per 200 answer.)
+                        let sent = if size.is_empty() { 65536 } else { 256 };
+                        let answers = v["status"]["200"].as_f64().unwrap();
+                        assert!(
+                            v["request_wire_bytes"].as_u64().unwrap() > sent,
+                            "{what}: {v}"
+                        );
+                        assert!(
+                            v["bytes_in"].as_f64().unwrap() / answers < 300.0,
+                            "{what}: {v}"
+                        );
+                    }
                 }
             }
         }

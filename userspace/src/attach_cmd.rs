@@ -152,6 +152,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     how.report(
         &o.iface,
         program,
+        o.xdp_mode,
         &match args.steer {
             SteerMode::Cpumap => format!(
                 "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",

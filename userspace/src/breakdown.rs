@@ -5,6 +5,10 @@
 //! the other vectors, exact), the receive kthreads' run time (schedstat, exact) and the
 //! server's and loader's user+system time per CPU (tick-sampled).
 //!
+//! /proc/stat is tick-sampled, and on a VM its ticks bunch: a CPU's columns over 500 ms add
+//! up to anything from 450 to 520 ms here. So the columns are scaled to the interval's wall
+//! time first (they give the shares), while the exact figures keep their nanoseconds.
+//!
 //! The overlap rule: softirq work that runs in a task's context (on `local_bh_enable` in a
 //! cpumap or NAPI kthread, or on return from an interrupt in the server thread) is also in
 //! that task's time when the kernel has no IRQ_TIME_ACCOUNTING, as on this project's
@@ -50,12 +54,18 @@ pub struct Claims {
 }
 
 impl TimeSplit {
-    /// One CPU's interval: /proc/stat's columns with the exact claims fitted in.
-    pub fn of(stat: &CpuTimes, c: &Claims) -> TimeSplit {
-        let wall = stat.total() as f64;
-        let idle = (stat.idle + stat.iowait) as f64;
+    /// One CPU's interval of `wall_ns`: /proc/stat's columns scaled to it, with the exact
+    /// claims fitted in. The parts add up to `wall_ns`.
+    pub fn of(wall_ns: f64, stat: &CpuTimes, c: &Claims) -> TimeSplit {
+        let k = if stat.total() > 0 {
+            wall_ns / stat.total() as f64
+        } else {
+            0.0
+        };
+        let wall = if stat.total() > 0 { wall_ns } else { 0.0 };
+        let idle = (stat.idle + stat.iowait) as f64 * k;
         let busy = wall - idle;
-        let irq = (stat.irq as f64).min(busy);
+        let irq = (stat.irq as f64 * k).min(busy);
         // Exact softirq first, within what the CPU was busy.
         let softirq_claim = (c.net_rx + c.other_softirq) as f64;
         let softirq = softirq_claim.min(busy - irq);
@@ -283,7 +293,7 @@ mod tests {
             receive_kthread: 100 * MS,
             ..Default::default()
         };
-        let t = TimeSplit::of(&s, &c);
+        let t = TimeSplit::of(500e6, &s, &c);
         assert!((t.total() - s.total() as f64).abs() < 1.0, "{t:?}");
         assert!((t.busy() - s.busy() as f64).abs() < 1.0, "{t:?}");
         assert_eq!(t.net_rx, 80e6);
@@ -303,12 +313,24 @@ mod tests {
             server: 30 * MS,
             ..Default::default()
         };
-        let t = TimeSplit::of(&s, &c);
+        let t = TimeSplit::of(500e6, &s, &c);
         assert!(t.total() <= s.total() as f64 + 1.0, "{t:?}");
         assert_eq!((t.net_rx, t.other_softirq, t.server), (8e6, 2e6, 0.0));
         // Nothing claimed: all busy time is other.
-        let t = TimeSplit::of(&stat(100, 100, 0, 300), &Claims::default());
+        let t = TimeSplit::of(500e6, &stat(100, 100, 0, 300), &Claims::default());
         assert_eq!((t.other, t.idle), (200e6, 300e6));
+        // Ticks that bunched: 460 ms of columns for 500 ms of wall. Shares are kept, the
+        // parts fill the wall, and the exact NET_RX stays exact.
+        let c = Claims {
+            net_rx: 50 * MS,
+            ..Default::default()
+        };
+        let t = TimeSplit::of(500e6, &stat(230, 0, 0, 230), &c);
+        assert!((t.total() - 500e6).abs() < 1.0, "{t:?}");
+        assert_eq!((t.idle, t.net_rx), (250e6, 50e6));
+        assert!((t.other - 200e6).abs() < 1.0, "{t:?}");
+        // A CPU with no reading at all contributes nothing.
+        assert_eq!(TimeSplit::of(500e6, &CpuTimes::default(), &c).total(), 0.0);
     }
 
     fn split(server: f64, net_rx: f64, kthread: f64, idle: f64) -> TimeSplit {

@@ -73,7 +73,7 @@ pub struct Observed {
 
 impl Observed {
     /// Says on stderr what runs where (one line), and what is missing or what the mode means.
-    pub fn report(&self, iface: &str, program: &str, steering: &str) {
+    pub fn report(&self, iface: &str, program: &str, asked: XdpModeChoice, steering: &str) {
         eprintln!(
             "rxsteer: observing {iface} with {program}{} in {} mode{}, steering {steering}",
             if self.xdp_frags { " (frags)" } else { "" },
@@ -87,6 +87,9 @@ impl Observed {
             eprintln!("rxsteer: {why}");
         }
         if self.xdp_mode == AttachedMode::Skb {
+            if asked == XdpModeChoice::Auto {
+                eprintln!("rxsteer: --xdp-mode auto: {iface} has no native XDP, so skb mode");
+            }
             eprintln!("rxsteer: {}", AttachedMode::Skb.meaning());
         }
     }
@@ -124,7 +127,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
         xdp_frags: frags,
         tc: dp.attach_tc(&args.iface),
     };
-    how.report(&args.iface, RX_ACCOUNT, "none");
+    how.report(&args.iface, RX_ACCOUNT, args.xdp_mode, "none");
 
     let counters = dp.take_counters()?;
     let output = Output {

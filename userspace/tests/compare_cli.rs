@@ -45,11 +45,57 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         ]
     );
     let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
+    let lab = &run["setup"]["lab"];
+    assert_eq!(
+        (
+            &lab["server_tso"],
+            &lab["loader_gro"],
+            &lab["loader_napi_threaded"]
+        ),
+        (&false.into(), &true.into(), &true.into()),
+        "the lab's offloads are stored: {lab}"
+    );
     for r in rows {
         assert!(r["req_per_s"].as_f64().unwrap() > 100.0, "{r}");
         assert_eq!(r["error_total"], 0, "{r}");
         assert_eq!(r["xdp_mode"], "drv", "{r}");
+        assert_eq!(r["tc"], "tcx", "{r}");
         assert!(r["measured_s"].as_f64().unwrap() > 0.4, "{r}");
+        // Every CPU's time adds up to its wall time, 1000 ms/s (each of the 8 parts rounded
+        // to 0.1 ms/s), no part negative: nothing counted twice, nothing lost.
+        for (cpu, t) in r["time_ms_per_s"].as_array().unwrap().iter().enumerate() {
+            let parts: Vec<f64> = t
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert!(parts.iter().all(|&p| p >= 0.0), "CPU {cpu}: {t}");
+            let sum: f64 = parts.iter().sum();
+            assert!(
+                (998.0..=1002.0).contains(&sum),
+                "CPU {cpu}: {sum} ms/s: {t}"
+            );
+        }
+        assert!(
+            r["verdict"]["text"].as_str().unwrap().contains(" busy"),
+            "{r}"
+        );
+        // tc ingress saw the stack run: on the target in cpumap and RPS mode.
+        let stack = r["stack_packets_per_s"].as_array().unwrap();
+        let on = |c: usize| stack[c].as_f64().unwrap();
+        if r["mode"] != "none" {
+            assert!(on(target) > 100.0, "{r}");
+        }
+        // The loader's receive of the replies runs on the loader side, not as NET_RX on the
+        // server CPU (before the lab's fix: 357 ms/s there, a bpftrace cross-check found).
+        if r["mode"] == "none" {
+            let net_rx = r["net_rx_ms_per_s"][target].as_f64().unwrap();
+            assert!(
+                net_rx < 50.0,
+                "untuned NET_RX on server CPU {target}: {net_rx} ms/s"
+            );
+        }
         // cpumap arrivals are counted on the target CPU in cpumap mode, and only there.
         let arrived = r["cpumap_arrived_per_s"][target].as_f64().unwrap();
         if r["mode"] == "cpumap" {
@@ -90,6 +136,7 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         "latency-rps-http-rep0.hgrm",
         "live-none-zap-rep0.jsonl",
         "samples-cpumap-http-rep0.jsonl",
+        "time-cpumap.svg",
     ] {
         assert!(out_dir.join(f).is_file(), "{f} stored");
     }
@@ -180,6 +227,14 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         (vec!["--steer", "fast"], "invalid value 'fast' for '--steer"),
         (vec!["--proto", "quic"], "invalid value 'quic' for '--proto"),
         (
+            vec!["--xdp-mode", "hw"],
+            "invalid value 'hw' for '--xdp-mode",
+        ),
+        (
+            vec!["--body-size", "70000000"],
+            "70000000 is not in 0..=67108864",
+        ),
+        (
             vec!["--loader-io", "epoll"],
             "invalid value 'epoll' for '--loader-io",
         ),
@@ -204,6 +259,98 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         assert!(!out.status.success(), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn drv_and_skb_mode_side_by_side_on_an_upload() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare2-{}", std::process::id()));
+    let out = Command::new(RXSTEER)
+        .args([
+            "compare",
+            "--force",
+            "--xdp-mode",
+            "both",
+            "--scenario",
+            "upload",
+            "--proto",
+            "http",
+            "-d",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--reps",
+            "1",
+            "-c",
+            "4",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    let rows = run["runs"].as_array().unwrap();
+    let got: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["arm"].as_str().unwrap(), r["xdp_mode"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("none-drv", "drv"),
+            ("rps-drv", "drv"),
+            ("cpumap-drv", "drv"),
+            ("none-skb", "skb"),
+            ("rps-skb", "skb"),
+            ("cpumap-skb", "skb")
+        ]
+    );
+    let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
+    for r in rows {
+        assert_eq!(r["error_total"], 0, "{r}");
+        assert!(r["req_per_s"].as_f64().unwrap() > 50.0, "{r}");
+        // In skb mode XDP runs after GRO: it sees the packets the stack sees.
+        if r["xdp_mode"] == "skb" {
+            let sum = |k: &str| -> f64 {
+                r[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .sum()
+            };
+            let (xdp, stack) = (sum("packets_per_s"), sum("stack_packets_per_s"));
+            assert!((xdp - stack).abs() <= 0.02 * stack, "{xdp} vs {stack}: {r}");
+        }
+        if r["mode"] == "cpumap" {
+            assert!(
+                r["cpumap_arrived_per_s"][target].as_f64().unwrap() > 10.0,
+                "{r}"
+            );
+        }
+    }
+    for f in [
+        "heatmap-cpumap-skb.svg",
+        "time-rps-skb.svg",
+        "rxload-none-skb-http-rep0.json",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f} stored");
+    }
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for needle in [
+        "| XDP cpumap (skb) / untuned |",
+        "**skb (generic)**",
+        "runs after the RX core has built and GRO'd each packet",
+        "## What limited each load",
+        "**XDP cpumap (skb) over HTTP/1.1.**",
+    ] {
+        assert!(report.contains(needle), "{needle}: {report}");
+    }
+    assert_eq!(common::host_state(), before, "the host is left as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 /// Direct children of `pid` (from /proc/*/stat).

@@ -105,6 +105,20 @@ fn no_state_file() -> bool {
 
 #[test]
 fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
+    cpumap_upload('k', "drv", "driver (native) mode");
+}
+
+/// The user's NIC has no native XDP: the same upload with XDP in generic (skb) mode, after
+/// the receiving CPU built and GRO'd each packet.
+#[test]
+fn cpumap_in_skb_mode_moves_the_stack_to_the_target_cpu() {
+    cpumap_upload('g', "skb", "skb (generic) mode");
+}
+
+/// A 32 MiB TCP upload through cpumap steering in `xdp_mode`: frames arrive only on the
+/// target CPU (on_cpu), every steered frame arrives, the stack runs there (tc ingress), the
+/// work is kthread time, and the host is byte-identical afterwards.
+fn cpumap_upload(tag: char, xdp_mode: &str, said_mode: &str) {
     let cpus = online_cpus();
     if cpus.len() < 2 {
         eprintln!("skipped: needs 2 CPUs (sender and target), this machine has 1");
@@ -112,7 +126,7 @@ fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
     }
     let (sender, target) = (cpus[0], *cpus.last().unwrap());
     // TX checksum offload off on the sender: native-XDP cpumap on veth drops partial checksums.
-    let lab = common::nic_lab('k');
+    let lab = common::nic_lab(tag);
     let before = touched(&lab);
     let (mut top, said) = attach(
         &lab,
@@ -126,10 +140,13 @@ fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
             "500ms",
             "--count",
             "6",
+            "--xdp-mode",
+            xdp_mode,
         ],
     );
     assert!(said.contains("steering cpumap (HTTP -> CPUs"), "{said}");
-    assert!(said.contains("driver (native) mode"), "{said}");
+    assert!(said.contains(said_mode), "{said}");
+    assert!(said.contains("tc ingress/egress as TCX"), "{said}");
     assert_eq!(
         rps_cpus(&lab).trim_matches(|c| c == '0' || c == '\n' || c == ','),
         "",
@@ -175,7 +192,17 @@ fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
     let steered = per_cpu_sum(&lines, |c| c["steered_packets"].as_u64().unwrap());
     let kthread = per_cpu_sum(&lines, |c| c["cpumap_kthread_ns"].as_u64().unwrap());
     let net_rx = per_cpu_sum(&lines, |c| c["net_rx_ns"].as_u64().unwrap());
+    let stack = per_cpu_sum(&lines, |c| c["stack_class"]["http"].as_u64().unwrap());
+    assert!(lines
+        .iter()
+        .all(|l| l["xdp_mode"] == xdp_mode && l["tc"] == "tcx"));
     let t = target as usize;
+    assert!(stack[t] > 100, "the stack ran on CPU {target}: {stack:?}");
+    assert_eq!(
+        stack.iter().sum::<u64>(),
+        stack[t],
+        "and nowhere else (tc ingress): {stack:?}"
+    );
     assert!(
         arrived[t] > 1000,
         "frames arrived on CPU {target}: {arrived:?}"
@@ -232,7 +259,12 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
     let seen = per_cpu_sum(&lines, |c| c["packets"].as_u64().unwrap());
     let processed = per_cpu_sum(&lines, |c| c["softnet"]["processed"].as_u64().unwrap());
     let received_rps = per_cpu_sum(&lines, |c| c["softnet"]["received_rps"].as_u64().unwrap());
+    let stack = per_cpu_sum(&lines, |c| c["stack_class"]["ip"].as_u64().unwrap());
     let (s, r) = (sender as usize, rps as usize);
+    assert!(
+        stack[r] >= 2900 && stack[s] < 100,
+        "tc ingress: the stack ran on the RPS CPU, not the sender's: {stack:?}"
+    );
     assert_eq!(
         seen[s], 3000,
         "XDP still sees the frames on the sending CPU: {seen:?}"

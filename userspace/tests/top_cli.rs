@@ -151,7 +151,10 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
     );
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.starts_with("rxsteer: attaching rx_account to lo in driver (native) mode"),
+        err.starts_with(
+            "rxsteer: --xdp-mode drv: lo has no native (driver) XDP for rx_account; \
+             --xdp-mode skb runs it in generic mode"
+        ),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -175,7 +178,21 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
     assert!(out.status.success());
     let line: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(line["xdp_mode"], "skb");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("skb (generic) mode"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("skb (generic) mode"), "{said}");
+    assert!(
+        said.contains("--xdp-mode auto: lo has no native XDP, so skb mode"),
+        "{said}"
+    );
+    assert!(
+        said.contains("after the RX core has built and GRO'd"),
+        "{said}"
+    );
+    assert_eq!(line["tc"], "tcx", "tc witnesses attached beside XDP");
+    assert!(
+        line["cpus"][0]["time"]["idle"].is_u64(),
+        "/proc/stat per CPU"
+    );
 
     let (code, err) = run_top(&lab.server, &["--iface", "rxnosuch0", "--json"]);
     assert_eq!(
@@ -215,6 +232,10 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
         (
             vec!["--iface", "lo", "--xdp-mode", "hw"],
             "invalid value 'hw' for '--xdp-mode",
+        ),
+        (
+            vec!["--iface", "lo", "--xdp-frags", "maybe"],
+            "invalid value 'maybe' for '--xdp-frags",
         ),
         (
             vec!["--iface", "bad/name"],

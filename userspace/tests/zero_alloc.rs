@@ -170,6 +170,16 @@ fn steady_state_requests_allocate_nothing() {
             true,
             zap(b"POST", b"/echo", &[], &body),
         ));
+        cases.push((
+            format!("http POST /upload {size} B"),
+            false,
+            http_post("/upload", "application/octet-stream", &body),
+        ));
+        cases.push((
+            format!("zap POST /upload {size} B"),
+            true,
+            zap(b"POST", b"/upload", &[], &body),
+        ));
     }
     let mut buf = vec![0u8; 1 << 20];
     let mut failures = Vec::new();

@@ -58,6 +58,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
             let on = |m: &std::collections::BTreeMap<u32, u64>| m.get(&c.cpu).copied().unwrap_or(0);
             let net_rx = c.net_rx_ns;
             f.time[i].add(&TimeSplit::of(
+                s.interval_s * 1e9,
                 &c.time,
                 &Claims {
                     net_rx,
