@@ -25,25 +25,49 @@ impl Mode {
     }
 }
 
-/// One arm of the comparison: a steering mode in one XDP attach mode.
+/// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
+/// frags-aware programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arm {
     pub mode: Mode,
     pub xdp: XdpModeChoice,
+    pub frags: FragsChoice,
     /// The run compares XDP modes, so the arm's name carries its XDP mode.
     pub per_xdp_mode: bool,
+    /// The run compares frags-aware and plain programs, so the name says which.
+    pub per_frags: bool,
 }
 
 impl Arm {
-    /// The arm's name in run.json and file names: `cpumap`, or `cpumap-skb` when the run
-    /// compares XDP modes.
+    /// The arm's name in run.json and file names: the steering mode, then what the run
+    /// varies besides (`cpumap`, `cpumap-skb`, `cpumap-skb-plain`). Its untuned peer has the
+    /// same suffix.
     pub fn key(&self) -> String {
+        let mut k = self.mode.as_str().to_string();
         if self.per_xdp_mode {
-            format!("{}-{}", self.mode.as_str(), self.xdp.as_str())
-        } else {
-            self.mode.as_str().to_string()
+            k = format!("{k}-{}", self.xdp.as_str());
         }
+        if self.per_frags {
+            k.push_str(match self.frags {
+                FragsChoice::Off => "-plain",
+                _ => "-frags",
+            });
+        }
+        k
     }
+}
+
+/// `--xdp-frags` of the comparison: one choice for every arm, or both side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FragsArg {
+    /// The frags-aware programs where the kernel accepts them.
+    Auto,
+    /// The frags-aware programs, or refuse.
+    On,
+    /// The plain programs (skb mode then linearises every non-linear packet first).
+    Off,
+    /// Every arm with the frags-aware programs and with the plain ones.
+    Both,
 }
 
 /// `--xdp-mode` of the comparison: one attach mode, or both side by side.
@@ -145,9 +169,10 @@ pub struct CompareArgs {
     /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpArg,
-    /// Multi-buffer aware XDP programs (auto: where the kernel accepts them).
+    /// Multi-buffer aware XDP programs (auto: where the kernel accepts them); both runs every
+    /// arm with and without them.
     #[arg(long, value_enum, default_value = "auto")]
-    pub xdp_frags: FragsChoice,
+    pub xdp_frags: FragsArg,
     /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds).
     #[arg(long, short = 'd', default_value = "5s", value_parser = parse_seconds)]
     pub duration: Duration,
@@ -232,19 +257,34 @@ impl CompareArgs {
         }
     }
 
-    /// Every arm: each steering mode in each XDP mode.
+    pub fn frags(&self) -> Vec<FragsChoice> {
+        match self.xdp_frags {
+            FragsArg::Auto => vec![FragsChoice::Auto],
+            FragsArg::On => vec![FragsChoice::On],
+            FragsArg::Off => vec![FragsChoice::Off],
+            FragsArg::Both => vec![FragsChoice::On, FragsChoice::Off],
+        }
+    }
+
+    /// Every arm: each steering mode in each XDP mode, with each frags choice.
     pub fn arms(&self) -> Vec<Arm> {
-        let xdp = self.xdp_modes();
-        let per_xdp_mode = xdp.len() > 1;
-        xdp.iter()
-            .flat_map(|&x| {
-                self.modes().into_iter().map(move |mode| Arm {
-                    mode,
-                    xdp: x,
-                    per_xdp_mode,
-                })
-            })
-            .collect()
+        let (xdp, frags) = (self.xdp_modes(), self.frags());
+        let (per_xdp_mode, per_frags) = (xdp.len() > 1, frags.len() > 1);
+        let mut arms = Vec::new();
+        for &x in &xdp {
+            for &f in &frags {
+                for mode in self.modes() {
+                    arms.push(Arm {
+                        mode,
+                        xdp: x,
+                        frags: f,
+                        per_xdp_mode,
+                        per_frags,
+                    });
+                }
+            }
+        }
+        arms
     }
 
     pub fn protos(&self) -> Vec<Proto> {
@@ -296,6 +336,17 @@ mod tests {
         let both = parse(&["--xdp-mode", "both"]);
         assert_eq!(both.arms().len(), 6);
         assert_eq!(both.arms()[3].xdp, XdpModeChoice::Skb);
+        assert_eq!(
+            keys(&parse(&[
+                "--xdp-mode",
+                "skb",
+                "--xdp-frags",
+                "both",
+                "--steer",
+                "rps"
+            ])),
+            ["rps-frags", "rps-plain"]
+        );
     }
 
     #[test]

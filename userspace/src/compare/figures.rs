@@ -167,19 +167,6 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&Value>, tagged: &[Tag
     })
 }
 
-/// This row's req/s over untuned's, same repetition, protocol and XDP mode, when untuned ran
-/// already.
-pub fn ratio_to_untuned(rows: &[Value], row: &Value) -> Option<f64> {
-    let base = rows.iter().find(|r| {
-        r["mode"] == "none"
-            && r["rep"] == row["rep"]
-            && r["proto"] == row["proto"]
-            && r["xdp_mode_asked"] == row["xdp_mode_asked"]
-    })?;
-    let b = base["req_per_s"].as_f64()?;
-    Some(row["req_per_s"].as_f64()? / b.max(1e-9))
-}
-
 /// The machine as the run found it: kernel, CPUs, load average.
 pub fn environment() -> Value {
     let read = |p: &str| {
@@ -292,7 +279,9 @@ mod tests {
         let arm = Arm {
             mode: super::super::Mode::Cpumap,
             xdp: crate::dataplane::XdpModeChoice::Skb,
+            frags: crate::dataplane::FragsChoice::Auto,
             per_xdp_mode: true,
+            per_frags: false,
         };
         let r = row(1, arm, Proto::Zap, Some(&load), &t);
         assert_eq!(
@@ -307,18 +296,6 @@ mod tests {
         assert_eq!(r["error_total"], 3);
         assert_eq!(r["xdp_mode"], "drv");
         assert_eq!(r["imbalance"], 1.2);
-    }
-
-    #[test]
-    fn ratios_pair_rep_and_protocol() {
-        let rows = vec![
-            json!({"rep": 0, "mode": "none", "proto": "http", "req_per_s": 100.0}),
-            json!({"rep": 0, "mode": "none", "proto": "zap", "req_per_s": 200.0}),
-        ];
-        let r = json!({"rep": 0, "mode": "rps", "proto": "zap", "req_per_s": 150.0});
-        assert_eq!(ratio_to_untuned(&rows, &r), Some(0.75));
-        let other = json!({"rep": 1, "mode": "rps", "proto": "zap", "req_per_s": 150.0});
-        assert_eq!(ratio_to_untuned(&rows, &other), None);
     }
 
     #[test]

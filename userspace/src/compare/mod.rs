@@ -111,7 +111,7 @@ pub(super) fn measure(
             for proto in args.protos() {
                 screen.begin(label(proto));
                 let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
-                let session = ModeSession::start(site, arm, args.xdp_frags, proto, args.interval)?;
+                let session = ModeSession::start(site, arm, proto, args.interval)?;
                 let spec = LoadSpec {
                     proto,
                     scenario: args.scenario,
@@ -159,14 +159,17 @@ pub(super) fn measure(
                 session.stop()?;
                 figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
                 let row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
-                let ratio = figures::ratio_to_untuned(&rows, &row);
+                let (req_per_s, p99_us) = (
+                    row["req_per_s"].as_f64().unwrap_or(0.0),
+                    row["p99_us"].as_u64().unwrap_or(0),
+                );
+                rows.push(row);
                 screen.on_done(Done {
                     label: label(proto),
-                    req_per_s: row["req_per_s"].as_f64().unwrap_or(0.0),
-                    p99_us: row["p99_us"].as_u64().unwrap_or(0),
-                    ratio,
+                    req_per_s,
+                    p99_us,
+                    ratio: crate::report::ratio_in(&rows, rep.into(), &arm.key(), proto.as_str()),
                 });
-                rows.push(row);
             }
         }
     }
@@ -174,7 +177,7 @@ pub(super) fn measure(
     let doc = json!({
         "setup": setup, "cpus": online_cpus()?.len(), "steer": modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
         "arms": arms.iter().map(Arm::key).collect::<Vec<_>>(), "xdp_mode": format!("{:?}", args.xdp_mode).to_lowercase(),
-        "xdp_frags": args.xdp_frags.as_str(), "body_size": args.body_size,
+        "xdp_frags": format!("{:?}", args.xdp_frags).to_lowercase(), "body_size": args.body_size,
         "protos": args.protos().iter().map(|p| p.as_str()).collect::<Vec<_>>(), "scenario": args.scenario.as_str(),
         "seconds": args.duration.as_secs_f64(), "warmup_s": args.warmup.as_secs_f64(), "connections": args.connections,
         "loader_io": args.loader_io.as_str(), "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,

@@ -13,7 +13,6 @@ use std::{
 };
 
 use super::{Arm, Mode, Proto, Site};
-use crate::dataplane::FragsChoice;
 use crate::sampler::Sample;
 use rxsteer_tune::cpus::format_cpu_list;
 
@@ -61,13 +60,7 @@ pub struct ModeSession {
 impl ModeSession {
     /// cpumap steers only `proto`'s class: the service CPU sets must be disjoint, and only
     /// that protocol's load runs in this session.
-    pub fn start(
-        site: &Site,
-        arm: Arm,
-        frags: FragsChoice,
-        proto: Proto,
-        interval: Duration,
-    ) -> Result<Self> {
+    pub fn start(site: &Site, arm: Arm, proto: Proto, interval: Duration) -> Result<Self> {
         let mode = arm.mode;
         let me = std::env::current_exe()?;
         let targets = format_cpu_list(&site.steer_targets);
@@ -81,7 +74,7 @@ impl ModeSession {
             "--xdp-mode".into(),
             arm.xdp.as_str().into(),
             "--xdp-frags".into(),
-            frags.as_str().into(),
+            arm.frags.as_str().into(),
             "--interval".into(),
             format!("{}ms", interval.as_millis()),
         ];

@@ -4,10 +4,8 @@
 use serde_json::Value;
 
 pub const MODES: [&str; 3] = ["none", "rps", "cpumap"];
-/// XDP modes an arm's name may carry (`cpumap-skb`), in report order.
-pub const XDP_MODES: [&str; 2] = ["drv", "skb"];
 
-/// An arm's steering mode and, for runs that compared XDP modes, its XDP mode.
+/// An arm's steering mode and what else the run varied (`skb`, `skb-plain`, ...).
 pub fn split(arm: &str) -> (&str, Option<&str>) {
     match arm.split_once('-') {
         Some((m, x)) => (m, Some(x)),
@@ -28,7 +26,7 @@ pub fn label(arm: &str) -> String {
     }
 }
 
-/// The untuned arm an arm's ratio is taken against (same XDP mode).
+/// The untuned arm an arm's ratio is taken against (same variant).
 pub fn base(arm: &str) -> String {
     match split(arm).1 {
         Some(x) => format!("none-{x}"),
@@ -48,12 +46,23 @@ pub fn arm_of(r: &Value) -> &str {
     r["arm"].as_str().or(r["mode"].as_str()).unwrap_or("none")
 }
 
-/// The arms and protocols present, in their canonical order (XDP mode, then steering mode).
+/// The arms and protocols present: variants in the order the run stored them, steering
+/// modes in their canonical order within each.
 pub fn dims(run: &Value) -> (Vec<String>, Vec<String>) {
     let rows = run["runs"].as_array().map_or(&[][..], |v| &v[..]);
-    let mut arms: Vec<String> = MODES.iter().map(|m| m.to_string()).collect();
-    for x in XDP_MODES {
-        arms.extend(MODES.iter().map(|m| format!("{m}-{x}")));
+    let mut variants: Vec<Option<&str>> = Vec::new();
+    for r in rows {
+        let v = split(arm_of(r)).1;
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    let mut arms: Vec<String> = Vec::new();
+    for v in variants {
+        arms.extend(MODES.iter().map(|m| match v {
+            Some(v) => format!("{m}-{v}"),
+            None => m.to_string(),
+        }));
     }
     arms.retain(|a| rows.iter().any(|r| arm_of(r) == a));
     let mut protos: Vec<String> = Vec::new();
@@ -86,14 +95,17 @@ pub fn reps(rows: &[Value]) -> u64 {
         .map_or(0, |m| m + 1)
 }
 
-/// Per repetition, an arm's req/s over its untuned's (same repetition, protocol, XDP mode).
+/// An arm's req/s over its untuned's in one repetition (same protocol and variant): the one
+/// ratio function, for the live screen and the report alike.
+pub fn ratio_in(rows: &[Value], rep: u64, arm: &str, proto: &str) -> Option<f64> {
+    let b = find(rows, rep, &base(arm), proto)?["req_per_s"].as_f64()?;
+    Some(find(rows, rep, arm, proto)?["req_per_s"].as_f64()? / b.max(1e-9))
+}
+
+/// Per repetition, an arm's ratio to its untuned.
 pub fn ratios(rows: &[Value], arm: &str, proto: &str) -> Vec<f64> {
-    let base = base(arm);
     (0..reps(rows))
-        .filter_map(|rep| {
-            let b = find(rows, rep, &base, proto)?["req_per_s"].as_f64()?;
-            Some(find(rows, rep, arm, proto)?["req_per_s"].as_f64()? / b.max(1e-9))
-        })
+        .filter_map(|rep| ratio_in(rows, rep, arm, proto))
         .collect()
 }
 
@@ -135,6 +147,21 @@ mod tests {
             {"arm": "cpumap-skb", "mode": "cpumap", "proto": "zap"},
             {"arm": "none-drv", "mode": "none", "proto": "zap"},
             {"mode": "rps"}]});
-        assert_eq!(dims(&run).0, ["rps", "none-drv", "cpumap-skb"]);
+        assert_eq!(dims(&run).0, ["cpumap-skb", "none-drv", "rps"]);
+        assert_eq!(label("cpumap-skb-plain"), "XDP cpumap (skb-plain)");
+        assert_eq!(base("cpumap-skb-plain"), "none-skb-plain");
+    }
+
+    #[test]
+    fn ratios_pair_rep_protocol_and_variant() {
+        let rows = vec![
+            serde_json::json!({"rep": 0, "arm": "none-skb", "proto": "zap", "req_per_s": 200.0}),
+            serde_json::json!({"rep": 0, "arm": "none-drv", "proto": "zap", "req_per_s": 100.0}),
+            serde_json::json!({"rep": 0, "arm": "rps-skb", "proto": "zap", "req_per_s": 150.0}),
+            serde_json::json!({"rep": 0, "mode": "none", "proto": "http", "req_per_s": 10.0}),
+        ];
+        assert_eq!(ratio_in(&rows, 0, "rps-skb", "zap"), Some(0.75));
+        assert_eq!(ratio_in(&rows, 1, "rps-skb", "zap"), None);
+        assert_eq!(ratio_in(&rows, 0, "rps-skb", "http"), None);
     }
 }

@@ -4,8 +4,8 @@ use serde_json::Value;
 use std::fmt::Write;
 
 use super::data::{
-    arm_of, base, dims, find, label, mean_per_cpu, median, of, proto_label, range, ratios, reps,
-    split,
+    arm_of, base, dims, find, label, mean_per_cpu, median, of, proto_label, range, ratio_in,
+    ratios, reps, split,
 };
 use crate::{
     breakdown::{TimeSplit, Verdict},
@@ -243,12 +243,6 @@ pub fn render(run: &Value) -> Result<String> {
     verdict_section(&mut o, rows, &arms, &protos)?;
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
-}
-
-/// This arm's req/s over its untuned's in one repetition.
-fn ratio_in(rows: &[Value], rep: u64, arm: &str, proto: &str) -> Option<f64> {
-    let b = find(rows, rep, &base(arm), proto)?["req_per_s"].as_f64()?;
-    Some(find(rows, rep, arm, proto)?["req_per_s"].as_f64()? / b.max(1e-9))
 }
 
 /// Which XDP modes ran, what each means for cpumap, and whether the frags programs ran.

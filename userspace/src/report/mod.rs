@@ -4,6 +4,7 @@ mod data;
 mod markdown;
 mod svg;
 
+pub use data::ratio_in;
 use data::{dims, label, of, proto_label};
 pub use markdown::{render, summary};
 
