@@ -45,6 +45,11 @@ pub fn steer_config() -> &'static SteerConfig {
 #[map]
 pub static CPUMAP: CpuMap = CpuMap::with_max_entries(1, 0);
 
+/// The same for the frags-aware programs: the kernel refuses a frags-aware program that
+/// shares a cpumap with one that is not (EINVAL at load).
+#[map]
+pub static CPUMAP_FRAGS: CpuMap = CpuMap::with_max_entries(1, 0);
+
 /// What `on_cpu` saw arrive on each target CPU, by class (key 0).
 #[map]
 pub static ON_CPU_STATS: PerCpuArray<RxStats> = PerCpuArray::with_max_entries(1, 0);

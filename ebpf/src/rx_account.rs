@@ -5,8 +5,8 @@
 //! (generic) mode the kernel then hands it a GRO'd packet as it is instead of linearising
 //! (copying) it first. Userspace loads it where the kernel accepts the flag.
 use aya_ebpf::{
-    bindings::xdp_action, helpers::bpf_xdp_get_buff_len, macros::xdp,
-    maps::PerCpuArray, programs::XdpContext,
+    bindings::xdp_action, helpers::bpf_xdp_get_buff_len, macros::xdp, maps::PerCpuArray,
+    programs::XdpContext,
 };
 use rxsteer_common::{
     parse::{classify, Family, Verdict},

@@ -10,7 +10,7 @@ use rxsteer_common::{
 };
 
 use crate::{
-    maps::{port_class, steer_config, CPUMAP, ON_CPU_STATS, RX_STATS},
+    maps::{port_class, steer_config, CPUMAP, CPUMAP_FRAGS, ON_CPU_STATS, RX_STATS},
     packet::LinearPacket,
     rx_account::{count, frame_len},
 };
@@ -41,8 +41,9 @@ fn try_steer(ctx: &XdpContext, frags: bool) -> Result<u32, ()> {
     let hash = flow_hash(&pkt, &h).ok_or(())?;
     let idx = pick(hash, len) as usize & (MAX_STEER_CPUS - 1);
     let cpu = cfg.cpus[set][idx];
+    let cpumap = if frags { &CPUMAP_FRAGS } else { &CPUMAP };
     // A missing cpumap entry falls back to XDP_PASS (counted), rather than a silent drop.
-    match CPUMAP.redirect(cpu, xdp_action::XDP_PASS as u64) {
+    match cpumap.redirect(cpu, xdp_action::XDP_PASS as u64) {
         Ok(action) => {
             stats.redirected[verdict.class.index()] += 1;
             Ok(action)

@@ -4,11 +4,7 @@
 //! XDP counts where the driver received, this counts where the stack ran, so in RPS mode it
 //! is direct proof of steering. Egress runs where replies are transmitted (XPS). Both always
 //! let the packet go on (TC_ACT_UNSPEC: the next program, or the default action).
-use aya_ebpf::{
-    macros::classifier,
-    maps::PerCpuArray,
-    programs::TcContext,
-};
+use aya_ebpf::{macros::classifier, maps::PerCpuArray, programs::TcContext};
 use rxsteer_common::{parse::classify, RxStats};
 
 use crate::{

@@ -5,7 +5,10 @@ use anyhow::{bail, Result};
 
 use crate::{
     cpu_arg::{cpu_list, CpuList},
-    dataplane::{Dataplane, PortConfig, SteerSets, MAX_QSIZE, RX_ACCOUNT, STEER},
+    dataplane::{
+        AttachedMode, Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE,
+        RX_ACCOUNT, STEER,
+    },
     host::{self, TuneGuard},
     iface,
     ports::check_disjoint,
@@ -109,8 +112,9 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         zap: o.zap_ports.0.clone(),
     };
     let mut dp = Dataplane::load_with(&ports, &sets)?;
-    // Refused before anything changes: frags forced on a kernel without them.
-    let frags = dp.use_frags(o.xdp_frags)?;
+    // Decided, and refused, before anything changes: the XDP mode and the frags programs.
+    let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
+    let frags = frags_for(args.steer, mode, o.xdp_frags, dp.use_frags(o.xdp_frags)?)?;
     dp.attach_tracepoints()?;
     // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
     // fails, the guard's drop reverts the tuning.
@@ -143,7 +147,11 @@ pub fn run(args: &AttachArgs) -> Result<()> {
             (None, RX_ACCOUNT)
         }
     };
-    let xdp_mode = dp.attach_xdp(program, frags, &o.iface, o.xdp_mode)?;
+    let asked = match mode {
+        AttachedMode::Drv => XdpModeChoice::Drv,
+        AttachedMode::Skb => XdpModeChoice::Skb,
+    };
+    let xdp_mode = dp.attach_xdp(program, frags, &o.iface, asked)?;
     let how = Observed {
         xdp_mode,
         xdp_frags: frags,
@@ -184,6 +192,29 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         );
     }
     shown
+}
+
+/// Measured on Linux 6.18 (veth, generic XDP): with frags-aware programs, packets a cpumap
+/// redirect delivers reach IP with header errors (IpInHdrErrors; TCP cannot connect). Driver
+/// mode is fine. So cpumap in skb mode uses the plain programs: said under auto, refused on.
+const SKB_CPUMAP_FRAGS: &str = "frags-aware programs with cpumap in skb mode: on this project's \
+     kernel (6.18) the redirected packets reach IP with header errors (IpInHdrErrors), so TCP \
+     cannot connect";
+
+fn frags_for(
+    steer: SteerMode,
+    mode: AttachedMode,
+    asked: FragsChoice,
+    usable: bool,
+) -> Result<bool> {
+    if steer != SteerMode::Cpumap || mode != AttachedMode::Skb || !usable {
+        return Ok(usable);
+    }
+    if asked == FragsChoice::On {
+        bail!("--xdp-frags on: {SKB_CPUMAP_FRAGS}; use --xdp-frags off or auto");
+    }
+    eprintln!("rxsteer: plain XDP programs: {SKB_CPUMAP_FRAGS}");
+    Ok(false)
 }
 
 fn show_set(cpus: &[u32]) -> String {

@@ -264,6 +264,7 @@ impl Dataplane {
             .override_global("PORT_CLASS", &*classes, true)
             .override_global("STEER", &*steer_cfg, true)
             .map_max_entries("CPUMAP", nr_cpu_ids()?)
+            .map_max_entries("CPUMAP_FRAGS", nr_cpu_ids()?)
             .load(EBPF_OBJECT)
             .map_err(|e| {
                 let e = anyhow::Error::from(e);
@@ -366,10 +367,11 @@ impl Dataplane {
         let on_cpu = xdp_mut(&mut self.ebpf, &program_name(ON_CPU, frags))?
             .fd()?
             .try_clone()?;
+        let name = if frags { "CPUMAP_FRAGS" } else { "CPUMAP" };
         let map = self
             .ebpf
-            .map_mut("CPUMAP")
-            .ok_or_else(|| anyhow!("map CPUMAP missing"))?;
+            .map_mut(name)
+            .ok_or_else(|| anyhow!("map {name} missing"))?;
         let mut cpumap: CpuMap<_> = CpuMap::try_from(map)?;
         for cpu in steer.all_cpus() {
             cpumap.set(cpu, qsize, Some(&on_cpu), 0).with_context(|| {
@@ -416,6 +418,26 @@ impl Dataplane {
                     .map_err(|skb| anyhow!("{drv:#}; and then {skb:#}")),
             },
         }
+    }
+
+    /// The mode `choice` will attach in on `iface`: auto tries driver mode with the empty
+    /// program (attached and detached at once: a trial, as xdp-tools do without netlink
+    /// xdp-features), so what depends on the mode can be decided before anything changes.
+    pub fn resolve_xdp_mode(&mut self, iface: &str, choice: XdpModeChoice) -> Result<AttachedMode> {
+        Ok(match choice {
+            XdpModeChoice::Drv => AttachedMode::Drv,
+            XdpModeChoice::Skb => AttachedMode::Skb,
+            XdpModeChoice::Auto => {
+                let prog = xdp_mut(&mut self.ebpf, XDP_PASS)?;
+                match prog.attach(iface, XdpMode::Driver) {
+                    Ok(link) => {
+                        prog.detach(link)?;
+                        AttachedMode::Drv
+                    }
+                    Err(_) => AttachedMode::Skb,
+                }
+            }
+        })
     }
 
     /// An XDP program, for BPF_PROG_TEST_RUN.

@@ -146,6 +146,9 @@ fn cpumap_upload(tag: char, xdp_mode: &str, said_mode: &str) {
     );
     assert!(said.contains("steering cpumap (HTTP -> CPUs"), "{said}");
     assert!(said.contains(said_mode), "{said}");
+    if xdp_mode == "skb" {
+        assert!(said.contains("plain XDP programs: frags-aware"), "{said}");
+    }
     assert!(said.contains("tc ingress/egress as TCX"), "{said}");
     assert_eq!(
         rps_cpus(&lab).trim_matches(|c| c == '0' || c == '\n' || c == ','),
@@ -422,6 +425,17 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
         (
             vec!["--steer", "bogus"],
             "invalid value 'bogus' for '--steer",
+        ),
+        (
+            vec![
+                "--steer",
+                "cpumap",
+                "--xdp-mode",
+                "skb",
+                "--xdp-frags",
+                "on",
+            ],
+            "--xdp-frags on: frags-aware programs with cpumap in skb mode",
         ),
     ] {
         let out = lab

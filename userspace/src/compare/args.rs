@@ -262,7 +262,9 @@ impl CompareArgs {
             FragsArg::Auto => vec![FragsChoice::Auto],
             FragsArg::On => vec![FragsChoice::On],
             FragsArg::Off => vec![FragsChoice::Off],
-            FragsArg::Both => vec![FragsChoice::On, FragsChoice::Off],
+            // auto, not on: cpumap in skb mode falls back to the plain programs (attach says
+            // why) instead of refusing, and each row records which ran.
+            FragsArg::Both => vec![FragsChoice::Auto, FragsChoice::Off],
         }
     }
 
