@@ -8,12 +8,14 @@ use aya_ebpf::{
     bindings::xdp_action, helpers::bpf_xdp_get_buff_len, macros::xdp, maps::PerCpuArray,
     programs::XdpContext,
 };
+use aya_log_ebpf::debug;
 use rxsteer_common::{
     parse::{classify, Family, Verdict},
-    RxStats,
+    Class, RxStats,
 };
 
 use crate::{
+    diag,
     maps::{port_class, RX_STATS},
     packet::LinearPacket,
 };
@@ -34,7 +36,23 @@ pub fn rx_account_frags(ctx: XdpContext) -> u32 {
 fn try_rx_account(ctx: &XdpContext, frags: bool) -> Result<(), ()> {
     let pkt = LinearPacket::xdp(ctx);
     let verdict = classify(&pkt, port_class);
-    count(&RX_STATS, &verdict, frame_len(ctx, &pkt, frags)).map(|_| ())
+    let len = frame_len(ctx, &pkt, frags);
+    count(&RX_STATS, &verdict, len)?;
+    note_malformed(ctx, &verdict, len);
+    Ok(())
+}
+
+/// A frame the parser gave up on: a debug record, rate-limited (see `diag`).
+#[inline(always)]
+pub fn note_malformed(ctx: &XdpContext, v: &Verdict, len: u64) {
+    if v.class == Class::Malformed {
+        if let Some(n) = diag::due(diag::MALFORMED) {
+            debug!(
+                ctx,
+                "a {} byte frame the parser gave up on (malformed header; {} on this CPU)", len, n
+            );
+        }
+    }
 }
 
 /// The frame's length: with frags, the linear part plus every fragment.

@@ -4,15 +4,17 @@
 //! `on_cpu` runs on the target CPU for every frame that arrives there. The `_frags` twins are
 //! the same programs declared multi-buffer aware (see `rx_account`).
 use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
+use aya_log_ebpf::{error, warn};
 use rxsteer_common::{
     parse::{classify, classify_headers, flow_hash, pick, walk},
     SteerConfig, MAX_STEER_CPUS,
 };
 
 use crate::{
+    diag,
     maps::{port_class, steer_config, CPUMAP, CPUMAP_FRAGS, ON_CPU_STATS, RX_STATS},
     packet::LinearPacket,
-    rx_account::{count, frame_len},
+    rx_account::{count, frame_len, note_malformed},
 };
 
 #[xdp]
@@ -30,11 +32,26 @@ fn try_steer(ctx: &XdpContext, frags: bool) -> Result<u32, ()> {
     let pkt = LinearPacket::xdp(ctx);
     let headers = walk(&pkt);
     let verdict = classify_headers(&headers, port_class);
-    let stats = count(&RX_STATS, &verdict, frame_len(ctx, &pkt, frags))?;
+    let bytes = frame_len(ctx, &pkt, frags);
+    let stats = count(&RX_STATS, &verdict, bytes)?;
+    note_malformed(ctx, &verdict, bytes);
     let set = SteerConfig::set_of(verdict.class).ok_or(())?;
     let cfg = steer_config();
     let len = *cfg.len.get(set).ok_or(())?;
     if len == 0 {
+        return Ok(xdp_action::XDP_PASS);
+    }
+    if len as usize > MAX_STEER_CPUS {
+        if let Some(n) = diag::due(diag::BAD_STEER_SET) {
+            error!(
+                ctx,
+                "steer: set {} names {} CPUs, more than the table's {}; frame passed ({} on this CPU)",
+                set as u32,
+                len,
+                MAX_STEER_CPUS as u32,
+                n
+            );
+        }
         return Ok(xdp_action::XDP_PASS);
     }
     let h = headers.map_err(|_| ())?;
@@ -50,6 +67,14 @@ fn try_steer(ctx: &XdpContext, frags: bool) -> Result<u32, ()> {
         }
         Err(action) => {
             stats.redirect_fallback += 1;
+            if let Some(n) = diag::due(diag::NO_CPUMAP_ENTRY) {
+                warn!(
+                    ctx,
+                    "steer: no cpumap entry for CPU {}: frame passed on the receiving CPU ({} on this CPU)",
+                    cpu,
+                    n
+                );
+            }
             Ok(action)
         }
     }

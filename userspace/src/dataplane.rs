@@ -16,7 +16,8 @@ use rxsteer_common::{
 use rxsteer_tune::cpus::format_cpu_list;
 use serde::{Deserialize, Serialize};
 
-/// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time.
+/// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time (empty
+/// when the object was missing then: see build.rs).
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_OBJ"));
 
 /// XDP programs in the object.
@@ -237,6 +238,8 @@ impl std::fmt::Display for AttachedMode {
 
 pub struct Dataplane {
     ebpf: Ebpf,
+    /// The kernel programs' log records (aya-log), until the sampler takes them.
+    logs: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     /// Why the frags-aware programs did not load (None: they did).
     frags_refused: Option<String>,
 }
@@ -258,6 +261,13 @@ impl Dataplane {
     /// Loads every program with the port classes and steering sets baked into their
     /// read-only data, and the cpumap sized to this machine's possible CPUs.
     pub fn load_with(ports: &PortConfig, steer: &SteerSets) -> Result<Self> {
+        if EBPF_OBJECT.is_empty() {
+            bail!(
+                "this rxsteer was built without its kernel programs (the eBPF object was missing \
+                 at build time): `cargo xtask build` builds them and rxsteer; rxsteer serve, \
+                 report and rxload work without them"
+            );
+        }
         let classes = ports.class_table();
         let steer_cfg = steer.config();
         let mut ebpf = EbpfLoader::new()
@@ -296,6 +306,8 @@ impl Dataplane {
                 .load()
                 .with_context(|| format!("verifying tc program {name}"))?;
         }
+        // Without the ring (an object built without aya-log) the programs simply log nothing.
+        let logs = aya_log::EbpfLogger::init(&mut ebpf).ok();
         for name in SOFTIRQ_TRACEPOINTS.iter().chain(&XDP_TRACEPOINTS) {
             raw_tp_mut(&mut ebpf, name)?
                 .load()
@@ -303,6 +315,7 @@ impl Dataplane {
         }
         Ok(Self {
             ebpf,
+            logs,
             frags_refused,
         })
     }
@@ -464,6 +477,7 @@ impl Dataplane {
             on_cpu: PerCpuArray::try_from(take("ON_CPU_STATS")?)?,
             tc_ingress: PerCpuArray::try_from(take("TC_INGRESS_STATS")?)?,
             tc_egress: PerCpuArray::try_from(take("TC_EGRESS_STATS")?)?,
+            logs: self.logs.take(),
         })
     }
 }
@@ -476,6 +490,7 @@ pub struct Counters {
     on_cpu: PerCpuArray<MapData, RxStats>,
     tc_ingress: PerCpuArray<MapData, RxStats>,
     tc_egress: PerCpuArray<MapData, RxStats>,
+    logs: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
 }
 
 impl Counters {
@@ -499,6 +514,13 @@ impl Counters {
     /// What tc ingress counted on each CPU: where the stack processed packets.
     pub fn tc_ingress(&self) -> Result<Vec<RxStats>> {
         Ok(self.tc_ingress.get(&0, 0)?.iter().copied().collect())
+    }
+
+    /// Hands the kernel programs' log records to `log` (they are rare: see ebpf/src/diag.rs).
+    pub fn flush_logs(&mut self) {
+        if let Some(l) = self.logs.as_mut() {
+            l.flush();
+        }
     }
 
     /// What tc egress counted on each CPU: where packets were transmitted.

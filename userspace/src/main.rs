@@ -43,6 +43,11 @@ enum Cmd {
 }
 
 fn main() {
+    // The kernel programs' diagnostics arrive through `log` (aya-log): warnings by default,
+    // RUST_LOG=debug for the rest.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_target(true)
+        .init();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Top(args) => top::run(&args),

@@ -158,8 +158,10 @@ impl Sampler {
         })
     }
 
-    /// Counters since the previous call (or since `new`).
+    /// Counters since the previous call (or since `new`); the kernel's log records since
+    /// then go to `log` on the way.
     pub fn sample(&mut self) -> Result<Sample> {
+        self.counters.flush_logs();
         let now = snapshot(&self.counters, &self.iface)?;
         let sample = delta(&self.prev, &now, &self.cpus, self.started);
         self.prev = now;
