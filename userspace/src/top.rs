@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::{
+    io::IsTerminal,
     sync::{
         atomic::{AtomicBool, Ordering},
         mpsc, Arc,
@@ -140,10 +141,12 @@ pub fn run(args: &TopArgs) -> Result<()> {
     shown
 }
 
-/// A flag set by SIGINT and SIGTERM (instead of dying, so destructors detach and restore).
+/// A flag set by SIGINT, SIGTERM, SIGHUP (the terminal or ssh session closed) and SIGQUIT,
+/// instead of dying, so destructors detach and restore.
 pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
@@ -169,10 +172,17 @@ pub fn observe(
     let (tx, rx) = mpsc::channel();
     let sampler = Sampler::new(counters, output.iface)?;
     let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx);
+    let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let shown = if output.json {
         print_json(&rx, output.iface, &output.how, count, stop)
-    } else {
+    } else if terminal {
         view::run(&rx, output.iface, output.how.xdp_mode, count, stop)
+    } else {
+        // From a script, cron, nohup or `ssh host rxsteer top` without -t: plain lines.
+        eprintln!(
+            "rxsteer: stdout or stdin is not a terminal: one line per interval (--json for JSON)"
+        );
+        print_text(&rx, count, stop)
     };
     stop.store(true, Ordering::SeqCst);
     let sampled = sampler_thread.join().expect("sampler thread panicked");
@@ -201,6 +211,47 @@ fn spawn_sampler(
         }
         Ok(())
     })
+}
+
+/// One plain line per interval: per CPU, XDP and stack packets/s, NET_RX and kthread share,
+/// busy share.
+fn print_text(rx: &mpsc::Receiver<Sample>, count: Option<u64>, stop: &AtomicBool) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut n = 0;
+    while !stop.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(s) => {
+                writeln!(out, "{}", text_line(&s))?;
+                out.flush()?;
+                n += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Ok(())
+}
+
+fn text_line(s: &Sample) -> String {
+    let per_s = |n: u64| n as f64 / s.interval_s.max(1e-9);
+    let pct = |ns: u64| ns as f64 / (s.interval_s.max(1e-9) * 1e7);
+    let cpus: Vec<String> = s
+        .cpus
+        .iter()
+        .map(|c| {
+            format!(
+                "cpu{} xdp {:.0}/s stack {:.0}/s NET_RX {:.1}% kthr {:.1}% busy {:.0}%",
+                c.cpu,
+                per_s(c.packets),
+                per_s(c.stack_packets),
+                pct(c.net_rx_ns),
+                pct(c.cpumap_kthread_ns + c.napi_kthread_ns),
+                c.time.busy() as f64 / c.time.total().max(1) as f64 * 100.0
+            )
+        })
+        .collect();
+    format!("t {:>6.1}s  {}", s.t_s, cpus.join("  |  "))
 }
 
 fn print_json(
@@ -238,6 +289,26 @@ fn print_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_line_per_interval() {
+        let s = Sample {
+            t_s: 1.5,
+            interval_s: 0.5,
+            cpus: vec![crate::sampler::CpuSample {
+                cpu: 3,
+                packets: 50,
+                stack_packets: 25,
+                net_rx_ns: 50_000_000,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            text_line(&s),
+            "t    1.5s  cpu3 xdp 100/s stack 50/s NET_RX 10.0% kthr 0.0% busy 0%"
+        );
+    }
 
     #[test]
     fn intervals() {

@@ -69,8 +69,10 @@ pub fn run(
     count: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<()> {
-    // ratatui::init also installs a panic hook that restores the terminal before the message.
-    let mut terminal = ratatui::init();
+    // try_init also installs a panic hook that restores the terminal before the message; it
+    // fails (instead of panicking) where there is no terminal to put in raw mode.
+    let mut terminal = ratatui::try_init()
+        .map_err(|e| anyhow::anyhow!("cannot start the live screen on this terminal: {e}"))?;
     let _guard = TerminalGuard;
     let mut history: VecDeque<Sample> = VecDeque::with_capacity(HISTORY);
     let mut seen = 0u64;

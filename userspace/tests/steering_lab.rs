@@ -375,13 +375,16 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
     );
     assert_eq!(touched(&lab), before);
 
-    // SIGTERM: a clean exit that reverts.
-    let (b, _) = attach(&lab, &["--steer", "rps", "--json"]);
-    unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
-    let mut b = b;
-    assert!(b.wait().unwrap().success());
-    assert_eq!(touched(&lab), before);
-    assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+    // SIGTERM, and a hang-up (the terminal or ssh session closed) or SIGQUIT: each a clean
+    // exit that reverts.
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        let (mut b, _) = attach(&lab, &["--steer", "rps", "--json"]);
+        assert_ne!(touched(&lab), before, "tuned while attached");
+        unsafe { libc::kill(b.id() as i32, signal) };
+        assert!(b.wait().unwrap().success(), "signal {signal}: clean exit");
+        assert_eq!(touched(&lab), before, "signal {signal}: reverted");
+        assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+    }
 }
 
 #[test]

@@ -41,7 +41,13 @@ impl Screen {
     /// `tui` draws the screen (and owns the terminal until dropped); otherwise lines.
     pub fn new(tui: bool, caveat: Option<String>) -> Self {
         Self {
-            terminal: tui.then(ratatui::init),
+            // No terminal after all (try_init fails rather than panics): lines instead.
+            terminal: tui.then(ratatui::try_init).and_then(|t| {
+                t.map_err(|e| {
+                    eprintln!("rxsteer compare: no live screen ({e}): one line per interval")
+                })
+                .ok()
+            }),
             label: String::new(),
             history: VecDeque::with_capacity(HISTORY),
             live: Vec::new(),
