@@ -1,4 +1,5 @@
-//! Every vector in ../shared/spec/golden (produced by the reference Go encoders): encoded
+//! Every vector in tests/golden (copied from the reference vectors, produced by the reference
+//! Go encoders; see tests/golden/README.md): encoded
 //! byte for byte from its fields, and decoded back to the same fields.
 use rxsteer_wire::{
     native::{EthCallReq, EthCallResp},
@@ -10,12 +11,8 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 fn golden_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec/golden");
-    assert!(
-        dir.is_dir(),
-        "golden vectors expected at {} (shared/ beside the checkout)",
-        dir.display()
-    );
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    assert!(dir.is_dir(), "golden vectors expected at {}", dir.display());
     dir
 }
 

@@ -71,7 +71,7 @@ fn hex(s: &str) -> Vec<u8> {
 
 /// Seeds for one target: what that decoder meets in real use.
 fn seeds(paths: &Paths, target: &str) -> Result<Vec<Vec<u8>>> {
-    let golden = paths.root.join("../shared/spec/golden");
+    let golden = paths.root.join("wire/tests/golden");
     let wire = |name: &str| -> Result<Vec<u8>> {
         let p = golden.join(format!("{name}.wire.hex"));
         Ok(hex(
