@@ -115,16 +115,9 @@ impl Roles {
             .collect()
     }
 
-    /// What this machine can show, said plainly: with fewer than 4 CPUs no CPU is free of the
-    /// receive core, the server and the loader, so steering can only add work to a busy CPU.
+    /// What this machine can show, said plainly (see [`small_machine_caveat`]).
     pub fn caveat(&self, online: usize) -> Option<String> {
-        (online < 4).then(|| {
-            format!(
-                "this machine has {online} CPUs: steering has no free CPU to move receive work to, \
-                 so the lab measures the mechanics and the cost of steering, not a gain \
-                 (a 2-vCPU baseline measured RPS and cpumap 30-40% below untuned); a gain needs >= 4 CPUs"
-            )
-        })
+        small_machine_caveat(online)
     }
 
     pub fn describe(&self) -> String {
@@ -139,6 +132,21 @@ impl Roles {
             }
         )
     }
+}
+
+/// With fewer than 4 CPUs no CPU is free of the receive core, the server and the loader, so
+/// steering can only move receive work onto a CPU that also does one of those. Whether that
+/// pays depends on that CPU's idle time, which each load's verdict reports. The one text of
+/// it: the lab, compare and the report (which derives it from a run's CPU count) all use this.
+pub fn small_machine_caveat(online: usize) -> Option<String> {
+    (online < 4).then(|| {
+        format!(
+            "this machine has {online} CPUs: no CPU is free to steer to, so receive work can only \
+             move onto a CPU that also runs the server or the loader; that pays only where that \
+             CPU had idle time (each load's verdict says), so this is not a gain like the seed's, \
+             which needs >= 4 CPUs"
+        )
+    })
 }
 
 /// Tag of the embedded lab: fixed, so a lab left by a crashed run is found and removed.
@@ -306,7 +314,7 @@ mod tests {
             (0, vec![1], vec![0])
         );
         assert_eq!(r.steer_targets(), vec![1]);
-        assert!(r.caveat(2).unwrap().contains("not a gain"));
+        assert!(r.caveat(2).unwrap().contains("not a gain like the seed's"));
         let r = Roles::choose(&[0, 1, 2, 3], None, None, None).unwrap();
         assert_eq!(
             (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),

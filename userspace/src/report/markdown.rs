@@ -12,6 +12,9 @@ use crate::{
     dataplane::AttachedMode,
 };
 
+/// An arm whose req/s spread (max/min over repetitions) is above this is marked noisy.
+const NOISY: f64 = 1.5;
+
 /// The few lines printed at the end of a run.
 pub fn summary(run: &Value) -> Result<String> {
     let rows = run["runs"].as_array().context("run.json has no runs")?;
@@ -41,7 +44,7 @@ pub fn summary(run: &Value) -> Result<String> {
     if arms.iter().any(|a| split(a).0 == "none") && arms.len() > 1 {
         writeln!(
             o,
-            "(ratios to untuned, same repetition, protocol and XDP mode)"
+            "(ratios to untuned, same repetition, protocol and variant)"
         )?;
     }
     Ok(o)
@@ -105,8 +108,18 @@ pub fn render(run: &Value) -> Result<String> {
             env["after"]["loadavg"][0]
         )?;
     }
-    if let Some(c) = run["caveat"].as_str() {
+    // Derived from the CPU count, not the stored text: the same caveat for every run.
+    if let Some(c) = run["caveat"]
+        .as_str()
+        .and(crate::lab::small_machine_caveat(cpus.max(1)))
+    {
         writeln!(o, "> **Note:** {c}.\n")?;
+    }
+    if setup["kind"] != "iface" && setup["lab"].is_null() {
+        writeln!(
+            o,
+            "> **An older lab.** This run predates the lab receiving the replies on the loader's side (TSO off on the server veth, threaded NAPI on the loader veth): the loader's receive of every reply ran as NET_RX on the server CPU and is counted here as that CPU's receive work.\n"
+        )?;
     }
     if run["loader_io"] == "uring" {
         writeln!(
@@ -175,6 +188,22 @@ pub fn render(run: &Value) -> Result<String> {
                 }
             }
             writeln!(o, " {} | {errors} |", p99.join(" / "))?;
+        }
+        for a in &arms {
+            let v: Vec<f64> = of(rows, a, p)
+                .iter()
+                .filter_map(|r| r["req_per_s"].as_f64())
+                .collect();
+            let (lo, hi) = range(&v);
+            if v.len() > 1 && hi > NOISY * lo {
+                writeln!(
+                    o,
+                    "\n**Noisy:** {} req/s spread {:.2}x (max/min) over {} repetitions, above {NOISY}x: read its ratios with that in mind.",
+                    label(a),
+                    hi / lo.max(1e-9),
+                    v.len()
+                )?;
+            }
         }
         for a in arms.iter().filter(|a| split(a).0 != "none") {
             let v = ratios(rows, a, p);

@@ -159,7 +159,10 @@ mod tests {
             md.contains("| XDP cpumap | HTTP/1.1 | 230 | 570 | 570 | 1.20 | 0 | 0 | 0 | drv |"),
             "{md}"
         );
-        assert!(md.contains("> **Note:** this machine has 2 CPUs."), "{md}");
+        assert!(
+            md.contains("> **Note:** this machine has 2 CPUs: no CPU is free"),
+            "{md}"
+        );
         assert!(md.contains("![req/s](throughput.svg)") && md.contains("heatmap-cpumap.svg"));
         assert!(render(&serde_json::json!({})).is_err());
     }
@@ -171,6 +174,7 @@ mod tests {
             "runs": [{"rep": 0, "mode": "none", "req_per_s": 100.0, "p99_us": 900, "receive_ms_per_s": [1.0, 2.0]}]});
         let md = render(&v).unwrap();
         assert!(md.contains("4 s measured per load, 32 connections"), "{md}");
+        assert!(md.contains("**An older lab.**"), "{md}");
         assert!(md.contains("receive (NAPI) CPU 0, server CPUs [1]"), "{md}");
         assert!(!md.contains("null"), "{md}");
     }
