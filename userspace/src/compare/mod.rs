@@ -204,7 +204,7 @@ fn index_run(dir: &Path, doc: &Value) -> Result<()> {
     let command: Vec<String> = std::env::args().skip(1).collect();
     let what = format!(
         "the main job ({} over {}, {} repetitions{}{})",
-        doc["steer"].as_array().map_or(String::new(), |m| m
+        doc["arms"].as_array().map_or(String::new(), |m| m
             .iter()
             .filter_map(Value::as_str)
             .collect::<Vec<_>>()

@@ -50,10 +50,14 @@ pub fn bars(
     let plot_h = bottom - top;
     let group_w = (W - left - 20.0) / groups.len().max(1) as f64;
     let bar_w = group_w * 0.8 / modes.len().max(1) as f64;
+    // The legend: three entries a row, a row of 16 px below the plot for each.
+    let per_row = modes.len().clamp(1, 3);
+    let rows = modes.len().div_ceil(per_row).max(1);
+    let height = H + 16.0 * (rows - 1) as f64;
     let mut o = String::new();
     let _ = write!(
         o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
         W / 2.0,
         esc(title)
     );
@@ -116,16 +120,16 @@ pub fn bars(
             esc(name)
         );
     }
-    let legend_w = ((W - left) / modes.len().max(1) as f64).min(120.0);
+    let legend_w = (W - left - 20.0) / per_row as f64;
     for (m, mode) in modes.iter().enumerate() {
-        let x = left + 10.0 + legend_w * m as f64;
+        let x = left + 10.0 + legend_w * (m % per_row) as f64;
+        let y = H - 14.0 + 16.0 * (m / per_row) as f64;
         let _ = write!(
             o,
-            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"#,
-            H - 14.0,
+            r#"<rect x="{x:.1}" y="{y}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{}">{}</text>"#,
             COLORS[m % COLORS.len()],
             x + 14.0,
-            H - 5.0,
+            y + 9.0,
             esc(mode)
         );
     }
