@@ -101,6 +101,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let sets = validate(args)?;
+    args.observe.tc.check()?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.as_ref().map(|c| c.0.as_slice()))?;
@@ -155,7 +156,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     let how = Observed {
         xdp_mode,
         xdp_frags: frags,
-        tc: dp.attach_tc(&o.iface),
+        tc: dp.attach_tc(&o.iface, o.tc)?,
     };
     how.report(
         &o.iface,

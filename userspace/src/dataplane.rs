@@ -5,7 +5,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use aya::{
     maps::{CpuMap, MapData, PerCpuArray},
     programs::{
-        tc::TcAttachOptions, LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode,
+        tc::{NlOptions, TcAttachOptions},
+        LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode,
     },
     Ebpf, EbpfLoader,
 };
@@ -186,12 +187,49 @@ impl FragsChoice {
     }
 }
 
+/// `--tc`: how to attach the tc witnesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TcChoice {
+    /// TCX links where the kernel has them (6.6+), else a clsact qdisc of rxsteer's own; and
+    /// without either, observe on without tc counts (said in one line).
+    Auto,
+    /// TCX links, or refuse.
+    Tcx,
+    /// Netlink filters on a clsact qdisc rxsteer adds (and deletes, also after a crash).
+    Clsact,
+    /// No tc witnesses.
+    Off,
+}
+
+impl TcChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TcChoice::Auto => "auto",
+            TcChoice::Tcx => "tcx",
+            TcChoice::Clsact => "clsact",
+            TcChoice::Off => "off",
+        }
+    }
+
+    /// Refuses, before anything changes, what this kernel cannot do.
+    pub fn check(self) -> Result<()> {
+        let tcx = aya::util::KernelVersion::current()
+            .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
+        if self == TcChoice::Tcx && !tcx {
+            bail!("--tc tcx: this kernel has no TCX (it needs Linux 6.6 or later); --tc auto or clsact use a clsact qdisc");
+        }
+        Ok(())
+    }
+}
+
 /// How the tc programs were attached, or why not.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TcAttached {
     /// Ingress and egress attached as TCX links (kernel >= 6.6).
     Tcx,
+    /// Ingress and egress as netlink filters on a clsact qdisc rxsteer added.
+    Clsact,
     /// Not attached: the reason (the rest of the observation goes on without tc counts).
     Unavailable(String),
 }
@@ -238,6 +276,9 @@ impl std::fmt::Display for AttachedMode {
 
 pub struct Dataplane {
     ebpf: Ebpf,
+    /// The clsact qdisc the tc programs hang on, when they are not TCX links. Declared after
+    /// `ebpf`, so the filters go first, then the qdisc.
+    clsact: Option<crate::clsact::ClsactGuard>,
     /// The kernel programs' log records (aya-log), until the sampler takes them.
     logs: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     /// Why the frags-aware programs did not load (None: they did).
@@ -315,6 +356,7 @@ impl Dataplane {
         }
         Ok(Self {
             ebpf,
+            clsact: None,
             logs,
             frags_refused,
         })
@@ -336,27 +378,49 @@ impl Dataplane {
         self.frags_refused.as_deref()
     }
 
-    /// Attaches tc_ingress and tc_egress to `iface` as TCX links (detached when the
-    /// Dataplane drops, or when a killed rxsteer's descriptors close: nothing to clean up).
-    /// Without TCX (kernels before 6.6) the observation goes on without tc counts; the
-    /// reason is returned, not an error, because tc only witnesses.
-    pub fn attach_tc(&mut self, iface: &str) -> TcAttached {
+    /// Attaches tc_ingress and tc_egress to `iface` as `choice` says. TCX links detach when
+    /// the Dataplane drops, or when a killed rxsteer's descriptors close; a clsact qdisc is
+    /// deleted by its guard, or after a crash by the next start (see `clsact`). Under auto a
+    /// failure is a reason, not an error, because tc only witnesses.
+    pub fn attach_tc(&mut self, iface: &str, choice: TcChoice) -> Result<TcAttached> {
+        let tcx = |dp: &mut Self| {
+            dp.attach_tc_as(iface, || TcAttachOptions::TcxOrder(LinkOrder::default()))
+        };
+        match choice {
+            TcChoice::Off => Ok(TcAttached::Unavailable(
+                "tc accounting off (--tc off)".into(),
+            )),
+            TcChoice::Tcx => tcx(self).map(|_| TcAttached::Tcx),
+            TcChoice::Clsact => self.attach_clsact(iface).map(|_| TcAttached::Clsact),
+            TcChoice::Auto => match tcx(self) {
+                Ok(()) => Ok(TcAttached::Tcx),
+                Err(t) => match self.attach_clsact(iface) {
+                    Ok(()) => Ok(TcAttached::Clsact),
+                    Err(c) => Ok(TcAttached::Unavailable(format!(
+                        "tc accounting off: no TCX ({t:#}) and no clsact qdisc of our own ({c:#})"
+                    ))),
+                },
+            },
+        }
+    }
+
+    fn attach_clsact(&mut self, iface: &str) -> Result<()> {
+        let guard = crate::clsact::ClsactGuard::add(iface)?;
+        self.attach_tc_as(iface, || TcAttachOptions::Netlink(NlOptions::default()))?;
+        self.clsact = Some(guard);
+        Ok(())
+    }
+
+    fn attach_tc_as(&mut self, iface: &str, how: impl Fn() -> TcAttachOptions) -> Result<()> {
         for (name, hook) in [
             (TC_INGRESS, TcAttachType::Ingress),
             (TC_EGRESS, TcAttachType::Egress),
         ] {
-            let attached = classifier_mut(&mut self.ebpf, name).and_then(|p| {
-                p.attach_with_options(iface, hook, TcAttachOptions::TcxOrder(LinkOrder::default()))
-                    .map_err(|e| anyhow!("{e}"))
-            });
-            if let Err(e) = attached {
-                return TcAttached::Unavailable(format!(
-                    "tc accounting off: attaching {name} to {iface} as a TCX link failed ({e:#}); \
-                     TCX needs Linux 6.6 or later"
-                ));
-            }
+            classifier_mut(&mut self.ebpf, name)?
+                .attach_with_options(iface, hook, how())
+                .with_context(|| format!("attaching {name} to {iface}"))?;
         }
-        TcAttached::Tcx
+        Ok(())
     }
 
     /// Attaches the softirq and xdp:* tracepoint programs.

@@ -50,9 +50,11 @@ pub fn check_not_owned() -> Result<()> {
     Ok(())
 }
 
-/// Puts back what a session that died without reverting (SIGKILL, power loss) left. Returns
-/// what was restored; says nothing when there was nothing to do.
+/// Puts back what a session that died without reverting (SIGKILL, power loss) left: its
+/// tuning and its clsact qdisc. Returns the tuning restored; says nothing when there was
+/// nothing to do.
 pub fn recover_crashed() -> Result<Vec<Change>> {
+    crate::clsact::recover_crashed()?;
     let path = state_path()?;
     match StateFile::load(&path)? {
         Some(state) if state.crashed() => {

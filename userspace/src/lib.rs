@@ -1,6 +1,7 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod attach_cmd;
 pub mod breakdown;
+pub mod clsact;
 pub mod compare;
 pub mod cpu_arg;
 pub mod cputime;

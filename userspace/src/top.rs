@@ -14,8 +14,8 @@ use std::{
 
 use crate::{
     dataplane::{
-        AttachedMode, Counters, Dataplane, FragsChoice, PortConfig, TcAttached, XdpModeChoice,
-        RX_ACCOUNT,
+        AttachedMode, Counters, Dataplane, FragsChoice, PortConfig, TcAttached, TcChoice,
+        XdpModeChoice, RX_ACCOUNT,
     },
     iface,
     ports::{check_disjoint, port_list, PortList},
@@ -45,6 +45,10 @@ pub struct TopArgs {
     /// the plain programs make the kernel linearise (copy) every GRO'd packet first.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_frags: FragsChoice,
+    /// The tc witnesses (where the stack ran, where replies left): TCX links where the
+    /// kernel has them, else a clsact qdisc of rxsteer's own.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tc: TcChoice,
     /// TCP ports counted as HTTP (e.g. 8080,8081 or 8000-8010).
     #[arg(long, default_value = "8080", value_parser = port_list)]
     pub http_ports: PortList,
@@ -80,8 +84,9 @@ impl Observed {
             if self.xdp_frags { " (frags)" } else { "" },
             self.xdp_mode,
             match &self.tc {
-                TcAttached::Tcx => ", tc ingress/egress as TCX".to_string(),
-                TcAttached::Unavailable(_) => String::new(),
+                TcAttached::Tcx => ", tc ingress/egress as TCX",
+                TcAttached::Clsact => ", tc ingress/egress on a clsact qdisc",
+                TcAttached::Unavailable(_) => "",
             },
         );
         if let TcAttached::Unavailable(why) = &self.tc {
@@ -111,8 +116,10 @@ pub fn run(args: &TopArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
+    args.tc.check()?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
+    crate::clsact::recover_crashed()?;
     let ports = PortConfig {
         http: args.http_ports.0.clone(),
         zap: args.zap_ports.0.clone(),
@@ -126,7 +133,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     let how = Observed {
         xdp_mode,
         xdp_frags: frags,
-        tc: dp.attach_tc(&args.iface),
+        tc: dp.attach_tc(&args.iface, args.tc)?,
     };
     how.report(&args.iface, RX_ACCOUNT, args.xdp_mode, "none");
 

@@ -384,3 +384,83 @@ fn without_a_terminal_it_prints_lines_instead_of_panicking() {
     );
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
 }
+
+/// The clsact qdisc of `dev` in `ns`, as `tc qdisc show` lists it.
+fn has_clsact(ns: &rxsteer::netns::Netns, dev: &str) -> bool {
+    let out = ns
+        .command("tc")
+        .args(["qdisc", "show", "dev", dev])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("qdisc clsact")
+}
+
+#[test]
+fn tc_witnesses_on_a_clsact_qdisc_of_our_own_are_removed_even_after_sigkill() {
+    // Kernels before 6.6 have no TCX: the witnesses hang on a clsact qdisc rxsteer adds.
+    let lab = lab('q');
+    let cpus = online_cpus();
+    let dev = lab.server_dev.clone();
+    let mut top = start_top(
+        &lab.server,
+        &[
+            "--iface",
+            &dev,
+            "--json",
+            "--count",
+            "3",
+            "--interval",
+            "300ms",
+            "--tc",
+            "clsact",
+        ],
+    );
+    assert!(has_clsact(&lab.server, &dev), "the qdisc while observing");
+    udp_burst(&lab.client, cpus[0], lab.server_ip, 5000, 500);
+    assert!(wait_with_timeout(&mut top, Duration::from_secs(10)).success());
+    let lines: Vec<Value> = BufReader::new(top.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert!(lines.iter().all(|l| l["tc"] == "clsact"), "{lines:?}");
+    let stack: u64 = lines
+        .iter()
+        .flat_map(|l| l["cpus"].as_array().unwrap().iter())
+        .map(|c| c["stack_class"]["ip"].as_u64().unwrap())
+        .sum();
+    assert_eq!(stack, 500, "tc ingress saw every datagram");
+    assert!(!has_clsact(&lab.server, &dev), "deleted on a clean exit");
+
+    // An interface that already has one is not shared: refused, and left as it was.
+    lab.server
+        .command("tc")
+        .args(["qdisc", "add", "dev", &dev, "clsact"])
+        .output()
+        .unwrap();
+    let (code, err) = run_top(
+        &lab.server,
+        &["--iface", &dev, "--json", "--count", "1", "--tc", "clsact"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("already has a clsact qdisc (someone else's tc programs)"),
+        "{err}"
+    );
+    assert!(has_clsact(&lab.server, &dev), "someone else's qdisc stays");
+    lab.server
+        .command("tc")
+        .args(["qdisc", "del", "dev", &dev, "clsact"])
+        .output()
+        .unwrap();
+
+    // SIGKILL leaves the qdisc; `rxsteer restore` (or the next start) removes it.
+    let mut top = start_top(&lab.server, &["--iface", &dev, "--json", "--tc", "clsact"]);
+    top.kill().unwrap();
+    top.wait().unwrap();
+    assert!(has_clsact(&lab.server, &dev), "a SIGKILL leaves the qdisc");
+    let out = lab.server.command(RXSTEER).arg("restore").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("removed the clsact qdisc on"), "{said}");
+    assert!(!has_clsact(&lab.server, &dev), "restored");
+}
