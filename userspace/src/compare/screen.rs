@@ -14,7 +14,7 @@ use ratatui::{
 use std::{collections::VecDeque, time::Duration};
 
 use super::watch::LiveLine;
-use crate::{sampler::Sample, view};
+use crate::{dataplane::AttachedMode, sampler::Sample, view};
 
 const HISTORY: usize = 240;
 
@@ -35,6 +35,8 @@ pub struct Screen {
     live: Vec<LiveLine>,
     done: Vec<Done>,
     caveat: Option<String>,
+    /// What the XDP mode that ran means for cpumap (one line), once attach has said.
+    meaning: Option<&'static str>,
 }
 
 impl Screen {
@@ -53,6 +55,7 @@ impl Screen {
             live: Vec::new(),
             done: Vec::new(),
             caveat,
+            meaning: None,
         }
     }
 
@@ -91,11 +94,21 @@ impl Screen {
         self.live.push(l.clone());
     }
 
-    /// The XDP mode attach reported running (the label carries what was asked).
+    /// The XDP mode attach reported running (the label carries what was asked), and what it
+    /// means: on the screen's second line, or said once per change without one.
     pub fn on_attached(&mut self, xdp_mode: &str) {
-        if !self.label.contains(" ran ") {
-            self.label.push_str(&format!(" ran {xdp_mode}"));
+        if self.label.contains(" ran ") {
+            return;
         }
+        self.label.push_str(&format!(" ran {xdp_mode}"));
+        let meaning = match xdp_mode {
+            "skb" => AttachedMode::Skb.meaning(),
+            _ => AttachedMode::Drv.meaning(),
+        };
+        if self.terminal.is_none() && self.meaning != Some(meaning) {
+            eprintln!("rxsteer compare: XDP {meaning}");
+        }
+        self.meaning = Some(meaning);
     }
 
     pub fn on_done(&mut self, d: Done) {
@@ -107,14 +120,15 @@ impl Screen {
         let Some(t) = self.terminal.as_mut() else {
             return Ok(false);
         };
-        let (label, history, live, done, caveat) = (
+        let (label, history, live, done, caveat, meaning) = (
             &self.label,
             &self.history,
             &self.live,
             &self.done,
             &self.caveat,
+            self.meaning,
         );
-        t.draw(|f| draw(f, label, history, live, done, caveat.as_deref()))?;
+        t.draw(|f| draw(f, label, meaning, history, live, done, caveat.as_deref()))?;
         while event::poll(Duration::ZERO)? {
             if view::is_quit(&event::read()?) {
                 return Ok(true);
@@ -135,17 +149,22 @@ impl Drop for Screen {
 fn draw(
     f: &mut Frame,
     label: &str,
+    meaning: Option<&str>,
     history: &VecDeque<Sample>,
     live: &[LiveLine],
     done: &[Done],
     caveat: Option<&str>,
 ) {
-    let [title, note, body] = Layout::vertical([
+    let [title, mode, note, body] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(u16::from(meaning.is_some())),
         Constraint::Length(u16::from(caveat.is_some())),
         Constraint::Min(0),
     ])
     .areas(f.area());
+    if let Some(m) = meaning {
+        f.render_widget(Line::from(format!(" XDP {m}")).dim(), mode);
+    }
     f.render_widget(
         Line::from(vec![
             Span::from(format!(" rxsteer compare  {label}")).bold(),
@@ -253,6 +272,7 @@ mod tests {
             draw(
                 f,
                 "rep 1/3  cpumap  zap",
+                Some(AttachedMode::Skb.meaning()),
                 &history,
                 &live,
                 &done,
@@ -276,6 +296,7 @@ mod tests {
             "rep 0 untuned http",
             "1.00x",
             "note: 2 CPUs",
+            "XDP skb mode: XDP runs after the RX core has built and GRO'd each packet",
         ] {
             assert!(text.contains(want), "{want:?} missing");
         }
