@@ -42,6 +42,18 @@ pub struct TimeSplit {
     pub idle: f64,
 }
 
+/// The parts' names, in the order `parts` gives them (and the charts stack them).
+pub const PARTS: [&str; 8] = [
+    "server",
+    "loader",
+    "NET_RX softirq",
+    "receive kthread",
+    "other softirq",
+    "irq",
+    "other",
+    "idle",
+];
+
 /// What one CPU's tasks claimed over an interval, in ns.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Claims {
@@ -99,7 +111,8 @@ impl TimeSplit {
         }
     }
 
-    fn parts(&self) -> [f64; 8] {
+    /// The parts in `PARTS` order.
+    pub fn parts(&self) -> [f64; 8] {
         [
             self.server,
             self.loader,
@@ -197,7 +210,7 @@ pub fn verdict(cpus: &[(u32, TimeSplit)]) -> Option<Verdict> {
     for (cpu, t) in &named {
         let (top, what) = largest(t);
         let busy = t.busy().max(1e-9);
-        let mut parts: Vec<(&str, f64)> = kinds(t).into_iter().filter(|(_, v)| *v > 0.0).collect();
+        let mut parts: Vec<(&str, f64)> = kinds(t).filter(|(_, v)| *v > 0.0).collect();
         parts.sort_by(|a, b| b.1.total_cmp(&a.1));
         let listed: Vec<String> = parts
             .iter()
@@ -239,18 +252,9 @@ fn share(t: &TimeSplit) -> f64 {
     t.busy() / t.total().max(1e-9)
 }
 
-/// The busy parts by name, receive counted as one (NET_RX + kthreads) where the bound is
-/// decided, and its two halves named in the sentence.
-fn kinds(t: &TimeSplit) -> [(&'static str, f64); 7] {
-    [
-        ("server", t.server),
-        ("loader", t.loader),
-        ("NET_RX softirq", t.net_rx),
-        ("receive kthread", t.receive_kthread),
-        ("other softirq", t.other_softirq),
-        ("irq", t.irq),
-        ("other", t.other),
-    ]
+/// The busy parts (all but idle) by name.
+fn kinds(t: &TimeSplit) -> impl Iterator<Item = (&'static str, f64)> {
+    PARTS.into_iter().zip(t.parts()).take(PARTS.len() - 1)
 }
 
 fn largest(t: &TimeSplit) -> (f64, &'static str) {

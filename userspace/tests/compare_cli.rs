@@ -11,23 +11,30 @@ const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
 /// The lab's namespaces have fixed names: one comparison at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `rxsteer compare --force ARGS --out DIR`, which must succeed: its run.json, stdout, stderr.
+fn compare(args: &[&str], out_dir: &std::path::Path) -> (Value, String, String) {
+    let out = Command::new(RXSTEER)
+        .args(["compare", "--force"])
+        .args(args)
+        .arg("--out")
+        .arg(out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let run = serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    (run, String::from_utf8_lossy(&out.stdout).into_owned(), err)
+}
+
 #[test]
 fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-{}", std::process::id()));
-    let out = Command::new(RXSTEER)
-        .args([
-            "compare", "--force", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8",
-        ])
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let run: Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    let (run, stdout, err) = compare(
+        &["-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8"],
+        &out_dir,
+    );
     let rows = run["runs"].as_array().unwrap();
     let got: Vec<(&str, &str)> = rows
         .iter()
@@ -116,7 +123,6 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         recv("cpumap"),
         recv("none")
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("rep 0 ZAP: untuned") && stdout.contains("ratios to untuned"),
         "{stdout}"
@@ -266,10 +272,8 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare2-{}", std::process::id()));
-    let out = Command::new(RXSTEER)
-        .args([
-            "compare",
-            "--force",
+    let (run, _, _) = compare(
+        &[
             "--xdp-mode",
             "both",
             "--scenario",
@@ -284,15 +288,9 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
             "1",
             "-c",
             "4",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let run: Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+        ],
+        &out_dir,
+    );
     let rows = run["runs"].as_array().unwrap();
     let got: Vec<(&str, &str)> = rows
         .iter()

@@ -8,7 +8,7 @@ use super::data::{
     ratios, reps, split,
 };
 use crate::{
-    breakdown::{TimeSplit, Verdict},
+    breakdown::{TimeSplit, Verdict, PARTS},
     dataplane::AttachedMode,
 };
 
@@ -395,23 +395,12 @@ fn time_section(o: &mut String, rows: &[Value], arms: &[String], protos: &[Strin
     }
     writeln!(o, "\n## Where every CPU's time went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows, mean over repetitions. Each nanosecond is counted once: /proc/stat gives the wall, idle and irq; the BPF softirq accounting gives NET_RX and the other vectors exactly; the server's and loader's time (read from /proc per thread) and the receive kthreads' (schedstat) share what is left, scaled down together where softirq ran inside them. In the lab, the loader column includes its veth's NAPI thread (the replies' receive, which a real set-up does on the loader's machine).\n")?;
-    writeln!(o, "| arm | CPU | server | loader | NET_RX | receive kthread | other softirq | irq | other | idle |")?;
-    writeln!(o, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(o, "| arm | CPU | {} |", PARTS.join(" | "))?;
+    writeln!(o, "|---|---|{}", "---|".repeat(PARTS.len()))?;
     for a in arms {
         for (name, t) in time_rows(rows, a, protos) {
-            writeln!(
-                o,
-                "| {} | {name} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
-                label(a),
-                t.server,
-                t.loader,
-                t.net_rx,
-                t.receive_kthread,
-                t.other_softirq,
-                t.irq,
-                t.other,
-                t.idle
-            )?;
+            let parts: Vec<String> = t.parts().iter().map(|v| format!("{v:.0}")).collect();
+            writeln!(o, "| {} | {name} | {} |", label(a), parts.join(" | "))?;
         }
     }
     writeln!(o)?;

@@ -15,7 +15,7 @@ fn esc(s: &str) -> String {
 }
 
 use super::data::median;
-use crate::breakdown::TimeSplit;
+use crate::breakdown::{TimeSplit, PARTS};
 
 /// The axis top and tick step for data up to `top`: the smallest step of 1, 2 or 5 x 10^k
 /// that needs at most 8 ticks.
@@ -201,16 +201,9 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     o
 }
 
-/// The parts of a CPU's time, in stacking order, with their colours.
-const PARTS: [(&str, &str); 8] = [
-    ("server", "#2563eb"),
-    ("loader", "#9ca3af"),
-    ("NET_RX softirq", "#dc2626"),
-    ("receive kthread", "#f97316"),
-    ("other softirq", "#facc15"),
-    ("irq", "#a855f7"),
-    ("other", "#4b5563"),
-    ("idle", "#f3f4f6"),
+/// The colours of a CPU's time parts, in `breakdown::PARTS` order.
+const PART_COLORS: [&str; 8] = [
+    "#2563eb", "#9ca3af", "#dc2626", "#f97316", "#facc15", "#a855f7", "#4b5563", "#f3f4f6",
 ];
 
 /// One horizontal bar per row (a CPU under one protocol), split into where its time went
@@ -237,17 +230,7 @@ pub fn stacked(title: &str, rows: &[(String, TimeSplit)]) -> String {
         );
         let total = t.total().max(1e-9);
         let mut x = left;
-        let values = [
-            t.server,
-            t.loader,
-            t.net_rx,
-            t.receive_kthread,
-            t.other_softirq,
-            t.irq,
-            t.other,
-            t.idle,
-        ];
-        for ((part, color), v) in PARTS.iter().zip(values) {
+        for ((part, color), v) in PARTS.iter().zip(PART_COLORS).zip(t.parts()) {
             let w = plot_w * v / total;
             if w <= 0.0 {
                 continue;
@@ -261,7 +244,7 @@ pub fn stacked(title: &str, rows: &[(String, TimeSplit)]) -> String {
         }
     }
     let y = top + (bar_h + 6.0) * rows.len() as f64 + 16.0;
-    for (k, (part, color)) in PARTS.iter().enumerate() {
+    for (k, (part, color)) in PARTS.iter().zip(PART_COLORS).enumerate() {
         let x = left + (k % 4) as f64 * 125.0;
         let yy = y + (k / 4) as f64 * 16.0;
         let _ = write!(
