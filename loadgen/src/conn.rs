@@ -19,8 +19,8 @@ use tokio::{
 
 use rxsteer_wire::{
     http1::parse_response,
-    zap::MAX_FRAME,
-    zaphttp::{decode_response, split_frame},
+    zap::{ZapError, MAX_FRAME},
+    zaphttp::{decode_response, split_frame, FRAME_DATA, FRAME_END, FRAME_RESPONSE_HEAD},
 };
 
 use crate::{
@@ -36,7 +36,7 @@ pub struct Phase {
     pub measure_from: Instant,
     pub measure_until: Instant,
     pub stop: AtomicBool,
-    /// `-n`: count this many responses, then raise `limit_reached`.
+    /// `-n`: count this many requests (answered or failed), then raise `limit_reached`.
     pub limit: Option<u64>,
     pub measured: AtomicU64,
     pub limit_reached: AtomicBool,
@@ -57,7 +57,7 @@ impl Phase {
     /// Waits, sending nothing, until the main thread has closed the window. No timer: the
     /// waiter is registered before `stop` is checked (no lost wake-up), and waiting on an
     /// intrusive list allocates nothing.
-    async fn idle_until_released(&self) {
+    pub async fn idle_until_released(&self) {
         let released = self.release.notified();
         tokio::pin!(released);
         released.as_mut().enable();
@@ -104,7 +104,16 @@ pub fn parse_one(
         },
         Proto::Zap => match split_frame(buf, MAX_FRAME) {
             Ok(Some((frame, used))) => {
-                let r = decode_response(frame).map_err(|_| ErrorKind::Protocol)?;
+                let r = decode_response(frame).map_err(|e| match e {
+                    // A streamed response (the wire spec's ResponseHead, Data..., End): not a
+                    // whole response rxload can validate. One named error; the connection
+                    // starts over, leaving the rest of the stream behind.
+                    ZapError::FrameType {
+                        got: FRAME_RESPONSE_HEAD | FRAME_DATA | FRAME_END,
+                        ..
+                    } => ErrorKind::Unsupported,
+                    _ => ErrorKind::Protocol,
+                })?;
                 Ok(Some((
                     r.status,
                     body_at(r.body)..body_at(r.body) + r.body.len(),
@@ -209,9 +218,15 @@ pub async fn run(
     let mut buf = vec![0u8; (batch.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
     let mut attempt = 0u64;
+    let mut backoff = Backoff::default();
     while !phase.done() {
         if phase.finished(Instant::now()) {
             return phase.idle_until_released().await;
+        }
+        if attempt > 0 {
+            // Opened again after an error: wait first, longer each time it fails again.
+            stats.borrow_mut().reconnects += 1;
+            backoff.wait(&phase).await;
         }
         let this_attempt = attempt;
         attempt += 1;
@@ -224,10 +239,14 @@ pub async fn run(
         let mut s = match timeout(IO_TIMEOUT, connect).await {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
-                if phase.measuring(Instant::now()) {
-                    stats.borrow_mut().error(ErrorKind::Connect);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                record(
+                    &phase,
+                    &stats,
+                    live.as_deref(),
+                    &req,
+                    Instant::now(),
+                    Outcome::Fail(ErrorKind::Connect),
+                );
                 continue;
             }
         };
@@ -269,6 +288,9 @@ pub async fn run(
                         Ok(parsed) => settle(&req, &stats, &mut buf, &mut filled, parsed),
                     }
                 };
+                if matches!(outcome, Outcome::Ok) {
+                    backoff.reset();
+                }
                 restart = record(&phase, &stats, live.as_deref(), &req, sent, outcome);
                 if restart {
                     break;
@@ -307,20 +329,22 @@ pub fn record(
         }
     }
     let measuring = phase.measuring(now);
+    // With -n, exactly `limit` requests are counted, failed ones too: a server that only
+    // fails still ends the run.
+    let counted = measuring
+        && match phase.limit {
+            Some(limit) => {
+                let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
+                if m >= limit {
+                    phase.limit_reached.store(true, Ordering::Relaxed);
+                }
+                m <= limit
+            }
+            None => true,
+        };
     let mut st = stats.borrow_mut();
     match outcome {
-        Outcome::Ok if measuring => {
-            // With -n, exactly `limit` responses are counted.
-            let counted = match phase.limit {
-                Some(limit) => {
-                    let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
-                    if m >= limit {
-                        phase.limit_reached.store(true, Ordering::Relaxed);
-                    }
-                    m <= limit
-                }
-                None => true,
-            };
+        Outcome::Ok => {
             if counted {
                 st.ok += 1;
                 st.bytes_out += req.bytes.len() as u64;
@@ -328,12 +352,41 @@ pub fn record(
             }
             false
         }
-        Outcome::Ok => false,
         Outcome::Fail(kind) => {
-            if measuring {
+            if counted {
                 st.error(kind);
             }
             true
+        }
+    }
+}
+
+/// The wait before opening a connection again after `failures` errors in a row: 10 ms,
+/// doubling up to 1 s (both engines).
+pub fn backoff_delay(failures: u32) -> Duration {
+    (Duration::from_millis(10) * 2u32.pow(failures.min(7))).min(Duration::from_secs(1))
+}
+
+/// The tokio engine's back-off: back to the first step after a success, cut short when the
+/// run ends.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    async fn wait(&mut self, phase: &Phase) {
+        let d = backoff_delay(self.failures);
+        self.failures += 1;
+        let released = phase.release.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if !phase.done() {
+            let _ = timeout(d, released).await;
         }
     }
 }

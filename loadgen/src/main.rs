@@ -42,16 +42,22 @@ struct Args {
     /// Threads (default: online CPUs, at most one per connection).
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
-    /// Measured duration (default 10s unless -n is given).
+    /// Measured duration (default 10s). With -n it is the hard deadline: the run ends at N
+    /// requests or at this time, whichever comes first (-n alone: 10 minutes).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// HTTP pipelining: this many requests written back to back per connection, their
     /// responses read in order (1 = one request in flight).
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pipeline: u32,
-    /// Stop after this many measured responses.
+    /// Stop after this many measured requests, answered or failed.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     requests: Option<u64>,
+    /// The share of measured requests that may fail before the run exits non-zero, in
+    /// percent (0-100; default 0: any failure). The error kinds and counts are printed and
+    /// in --json either way.
+    #[arg(long, default_value = "0", value_parser = parse_percent)]
+    max_errors: f64,
     /// Open loop: this many requests per second in total, on a fixed schedule spread over
     /// the connections; latency counts from each request's intended send time.
     #[arg(long, value_parser = parse_rate)]
@@ -177,12 +183,9 @@ fn run(args: Args) -> Result<i32> {
     let io = args.io;
     let duration = match (args.duration, args.requests) {
         (Some(d), _) => d,
-        (None, Some(_)) => Duration::from_secs(24 * 3600),
+        (None, Some(_)) => Duration::from_secs(600),
         (None, None) => Duration::from_secs(10),
     };
-    if args.duration.is_some() && args.requests.is_some() {
-        bail!("give -d or -n, not both");
-    }
     if args.rate.is_some() && args.duration.is_none() {
         bail!("--rate needs -d: an open-loop run is timed");
     }
@@ -278,15 +281,29 @@ fn run(args: Args) -> Result<i32> {
                                 ))
                             })
                             .collect();
-                        for task in tasks {
-                            // A connection task that panicked is a bug: fail the run, loudly.
-                            if let Err(e) = task.await {
-                                if e.is_panic() {
-                                    std::panic::resume_unwind(e.into_panic());
+                        let all = async {
+                            for task in tasks {
+                                // A connection task that panicked is a bug: fail the run.
+                                if let Err(e) = task.await {
+                                    if e.is_panic() {
+                                        std::panic::resume_unwind(e.into_panic());
+                                    }
                                 }
                             }
+                        };
+                        // The deadline is hard: once the window has closed, a connection
+                        // still waiting on the network (a connect or read that would only
+                        // time out in 10 s) gets 200 ms, then is dropped with the LocalSet.
+                        let released = async {
+                            phase.idle_until_released().await;
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        };
+                        tokio::select! {
+                            _ = all => {}
+                            _ = released => {}
                         }
                     });
+                    drop(local);
                     Ok(Rc::try_unwrap(stats)
                         .map_err(|_| anyhow::anyhow!("stats still shared"))?
                         .into_inner())
@@ -354,7 +371,44 @@ fn run(args: Args) -> Result<i32> {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)
             .with_context(|| format!("--json {}", path.display()))?;
     }
-    Ok(if total.ok == 0 { 1 } else { 0 })
+    let failed: u64 = total.errors.iter().sum();
+    let share = failed as f64 * 100.0 / (failed + total.ok).max(1) as f64;
+    if total.ok == 0 || share > args.max_errors {
+        eprintln!(
+            "rxload: {failed} of {} measured requests failed ({share:.2} %, --max-errors {} %): {}",
+            failed + total.ok,
+            args.max_errors,
+            error_summary(&total)
+        );
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `connect 3, status 12`: the kinds that occurred.
+fn error_summary(s: &Stats) -> String {
+    let kinds: Vec<String> = ERROR_KINDS
+        .iter()
+        .zip(s.errors)
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if kinds.is_empty() {
+        "no errors, but no request succeeded".into()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage"))?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(format!("{s:?}: a percentage from 0 to 100"));
+    }
+    Ok(v)
 }
 
 struct Report<'a> {
@@ -440,10 +494,11 @@ impl<'a> Report<'a> {
             self.args.warmup
         );
         o += &format!(
-            "Reqs/sec   {:.0}\nRequests   {} ok, {} errors\n",
+            "Reqs/sec   {:.0}\nRequests   {} ok, {} errors, {} reconnects\n",
             self.rps(),
             s.ok,
-            s.total_errors()
+            s.total_errors(),
+            s.reconnects
         );
         if let Some(rate) = self.args.rate {
             let verdict = if self.rate_reached() {
@@ -508,6 +563,7 @@ impl<'a> Report<'a> {
             "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat, "histogram": self.buckets()},
             "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "errors": ERROR_KINDS.iter().zip(s.errors).map(|(k, n)| (k.to_string(), n.into())).collect::<serde_json::Map<_, _>>(),
+            "reconnects": s.reconnects, "max_errors_percent": self.args.max_errors,
             "client": {"allocs_per_request": self.per_request(self.allocs), "bytes_per_request": self.per_request(self.alloc_bytes),
                         "cpu_s": self.cpu, "requests_per_cpu_s": s.ok as f64 / self.cpu.max(1e-9)},
         })

@@ -14,10 +14,19 @@ pub enum ErrorKind {
     Status,
     /// The right status with the wrong body.
     Body,
+    /// A response rxload does not read: a streamed ZAP response (ResponseHead, Data..., End).
+    Unsupported,
 }
 
-pub const ERROR_KINDS: [&str; 7] = [
-    "connect", "timeout", "read", "write", "protocol", "status", "body",
+pub const ERROR_KINDS: [&str; 8] = [
+    "connect",
+    "timeout",
+    "read",
+    "write",
+    "protocol",
+    "status",
+    "body",
+    "unsupported",
 ];
 
 pub struct Stats {
@@ -27,7 +36,9 @@ pub struct Stats {
     pub bytes_in: u64,
     /// Responses by status code (index = code), counted for every parsed response.
     pub status: Box<[u64; 600]>,
-    pub errors: [u64; 7],
+    pub errors: [u64; 8],
+    /// Connections opened again after an error (each after a back-off).
+    pub reconnects: u64,
 }
 
 impl Stats {
@@ -38,7 +49,8 @@ impl Stats {
             bytes_out: 0,
             bytes_in: 0,
             status: Box::new([0; 600]),
-            errors: [0; 7],
+            errors: [0; 8],
+            reconnects: 0,
         }
     }
 
@@ -56,6 +68,7 @@ impl Stats {
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;
         }
+        self.reconnects += o.reconnects;
         for (a, b) in self.errors.iter_mut().zip(o.errors) {
             *a += b;
         }

@@ -21,7 +21,7 @@ use std::{
 };
 
 use crate::{
-    conn::{grow_if_full, parse_one, record, settle, Outcome, Phase, IO_TIMEOUT},
+    conn::{backoff_delay, grow_if_full, parse_one, record, settle, Outcome, Phase, IO_TIMEOUT},
     live::LiveCounters,
     scenario::Request,
     stats::{ErrorKind, Stats},
@@ -52,16 +52,20 @@ struct Conn {
     /// Bumped at each reconnect: completions of an older socket are ignored.
     generation: u64,
     retry_at: Instant,
+    /// Errors in a row: the back-off before the next connection grows with them.
+    failures: u32,
 }
 
 impl Conn {
     /// Drops the socket and opens a new one on the next pass; completions of the old one
     /// are ignored from now on.
-    fn reopen(&mut self) {
+    fn reopen(&mut self, stats: &RefCell<Stats>) {
         self.stream = None;
         self.state = State::Closed;
-        self.retry_at = Instant::now();
+        self.retry_at = Instant::now() + backoff_delay(self.failures);
+        self.failures += 1;
         self.generation += 1;
+        stats.borrow_mut().reconnects += 1;
     }
 }
 
@@ -93,6 +97,7 @@ pub fn run(
             state: State::Closed,
             generation: 0,
             retry_at: now,
+            failures: 0,
         })
         .collect();
     // Completions are copied out before they are handled (handling pushes new entries);
@@ -101,7 +106,7 @@ pub fn run(
     let mut in_flight = 0usize;
     let fail = |c: &mut Conn, kind: ErrorKind| {
         record(phase, stats, live, req, c.sent_at, Outcome::Fail(kind));
-        c.reopen();
+        c.reopen(stats);
     };
     loop {
         let now = Instant::now();
@@ -122,9 +127,16 @@ pub fn run(
                     start_request(&mut ring, i, c, &req.bytes, &mut in_flight)?;
                 }
                 Err(_) => {
-                    if phase.measuring(now) {
-                        stats.borrow_mut().error(ErrorKind::Connect);
-                    }
+                    // Counted as a failed request (toward -n too), then tried again.
+                    record(
+                        phase,
+                        stats,
+                        live,
+                        req,
+                        now,
+                        Outcome::Fail(ErrorKind::Connect),
+                    );
+                    stats.borrow_mut().reconnects += 1;
                     c.retry_at = now + Duration::from_millis(20);
                 }
             }
@@ -179,9 +191,12 @@ pub fn run(
                         },
                         Ok(Some(parsed)) => {
                             let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
+                            if matches!(outcome, Outcome::Ok) {
+                                c.failures = 0;
+                            }
                             if record(phase, stats, live, req, c.sent_at, outcome) {
                                 // Framing may be lost: start over on a new connection.
-                                c.reopen();
+                                c.reopen(stats);
                             } else if phase.finished(Instant::now()) {
                                 c.state = State::Finished;
                             } else {

@@ -293,6 +293,146 @@ fn a_broken_server_cannot_score_errors_are_counted_by_kind() {
     assert!(v["errors"]["protocol"].as_u64().unwrap() > 0, "{v}");
 }
 
+/// A ZAP server that answers every request with a streamed response's head frame (the wire
+/// spec's ResponseHead, frame type 3), as a handler with a body stream does.
+fn streaming_zap() -> SocketAddr {
+    let mut head = Vec::new();
+    rxsteer_wire::zaphttp::encode_response(
+        &mut head,
+        200,
+        b"OK",
+        &[(b"Content-Type", b"text/event-stream")],
+        b"",
+        &[],
+    );
+    // The frame type is the high byte of the header's flags (message offset 7, after the
+    // 4-byte length prefix).
+    head[4 + 7] = rxsteer_wire::zaphttp::FRAME_RESPONSE_HEAD;
+    misbehaving(Box::leak(head.into_boxed_slice()), false)
+}
+
+/// rxload's exit code and JSON, and how long it ran.
+fn timed(args: &[&str]) -> (i32, Value, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let (code, v, err) = rxload(args);
+    let took = started.elapsed();
+    assert!(v.is_object(), "{args:?}: no JSON: {err}");
+    (code, v, took)
+}
+
+#[test]
+fn every_run_ends_failed_requests_count_toward_n_and_d_is_a_hard_deadline() {
+    let bound = std::time::Duration::from_secs(5);
+    let failing = misbehaving(
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\nno",
+        false,
+    );
+    let streaming = streaming_zap();
+    for io in ["tokio", "uring"] {
+        for (target, kind) in [
+            (format!("http://{failing}"), "status"),
+            (format!("zap://{streaming}"), "unsupported"),
+        ] {
+            // -n 3: three failed requests are three requests; the run ends.
+            let (code, v, took) =
+                timed(&[&target, "--io", io, "-c", "1", "-n", "3", "--warmup", "0s"]);
+            assert_eq!(code, 1, "{io} {target}: every request failed: {v}");
+            assert_eq!(v["errors"][kind], 3, "{io} {target}: {v}");
+            assert!(took < bound, "{io} {target}: -n 3 took {took:?}");
+            // -d 2s: ends at the deadline, reconnects backed off and counted.
+            let (code, v, took) =
+                timed(&[&target, "--io", io, "-c", "2", "-d", "2s", "--warmup", "0s"]);
+            assert_eq!(code, 1, "{io} {target}: {v}");
+            assert!(
+                v["errors"][kind].as_u64().unwrap() > 0,
+                "{io} {target}: {v}"
+            );
+            assert!(v["reconnects"].as_u64().unwrap() > 0, "{io} {target}: {v}");
+            assert!(
+                took < std::time::Duration::from_secs(4),
+                "{io} {target}: -d 2s took {took:?}"
+            );
+        }
+    }
+    // A server that accepts and never answers: -d is still the end, though every read would
+    // only time out after 10 s.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let (code, v, took) = timed(&[
+        &format!("http://{addr}"),
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 1, "{v}");
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "-d 1s took {took:?}"
+    );
+    drop(silent);
+}
+
+#[test]
+fn max_errors_sets_the_share_of_failures_a_run_may_have() {
+    // Every other response is a 500: 50 % failed.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 4096];
+                let mut n = 0u64;
+                while let Ok(len) = c.read(&mut buf) {
+                    if len == 0 {
+                        return;
+                    }
+                    n += 1;
+                    let reply: &[u8] = if n.is_multiple_of(2) {
+                        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\nno"
+                    } else {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                    };
+                    if c.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let target = format!("http://{addr}");
+    let args = |max: &'static str| {
+        vec![
+            target.clone(),
+            "-c".into(),
+            "1".into(),
+            "-n".into(),
+            "40".into(),
+            "--warmup".into(),
+            "0s".into(),
+            "--max-errors".into(),
+            max.into(),
+        ]
+    };
+    let run = |max: &'static str| {
+        let a = args(max);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        rxload(&a)
+    };
+    let (code, v, err) = run("0");
+    assert_eq!(code, 1, "any failure fails the run by default: {v}");
+    assert!(
+        err.contains("measured requests failed") && err.contains("status"),
+        "{err}"
+    );
+    let (code, v, _) = run("60");
+    assert_eq!(code, 0, "50 % failed, 60 % allowed: {v}");
+    assert_eq!(v["max_errors_percent"], 60.0);
+}
+
 #[test]
 fn bad_flags_name_the_flag() {
     for (args, needle) in [
@@ -302,8 +442,8 @@ fn bad_flags_name_the_flag() {
             "scheme must be http:// or zap://",
         ),
         (
-            vec!["http://127.0.0.1:1", "-d", "1s", "-n", "5"],
-            "give -d or -n, not both",
+            vec!["http://127.0.0.1:1", "--max-errors", "101"],
+            "\"101\": a percentage from 0 to 100",
         ),
         (vec!["http://127.0.0.1:1", "-H", "nocolon"], "'Name: value'"),
         (

@@ -113,6 +113,10 @@ impl LoadSpec<'_> {
             self.io.as_str().into(),
             "--live-interval".into(),
             "500ms".into(),
+            // The comparison records every error by kind and judges the load itself; a
+            // failed request must not abort the whole run.
+            "--max-errors".into(),
+            "100".into(),
         ];
         if let Some(b) = self.body_size {
             a.extend(["--body-size".into(), b.to_string()]);
