@@ -50,10 +50,65 @@ pub fn check_not_owned() -> Result<()> {
     Ok(())
 }
 
+/// Removes the state files of network namespaces that no longer exist (a lab or test
+/// namespace deleted while a session in it was killed): nothing is left to restore there,
+/// and the files would only block a check for leftovers. One line each; returns how many.
+pub fn remove_orphaned_state() -> Result<usize> {
+    let Ok(dir) = std::fs::read_dir(STATE_DIR) else {
+        return Ok(0);
+    };
+    let live = live_netns_inodes();
+    let mut removed = 0;
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(inode) = netns_of_state_file(&name) else {
+            continue;
+        };
+        if !live.contains(&inode) {
+            std::fs::remove_file(entry.path())?;
+            eprintln!(
+                "rxsteer: removed {}: its network namespace (inode {inode}) no longer exists",
+                entry.path().display()
+            );
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The namespace inode in a state file's name (`tune-netns-<inode>.json`,
+/// `clsact-netns-<inode>.json`).
+fn netns_of_state_file(name: &str) -> Option<u64> {
+    let rest = name.strip_suffix(".json")?;
+    let (_, inode) = rest.rsplit_once("-netns-")?;
+    inode.parse().ok()
+}
+
+/// Every network namespace alive now: those of running processes and the named ones
+/// (`ip netns`, bind-mounted under /run/netns).
+fn live_netns_inodes() -> std::collections::BTreeSet<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut live = std::collections::BTreeSet::new();
+    for dir in ["/proc", "/run/netns"] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = if dir == "/proc" {
+                e.path().join("ns/net")
+            } else {
+                e.path()
+            };
+            if let Ok(m) = std::fs::metadata(&path) {
+                live.insert(m.ino());
+            }
+        }
+    }
+    live
+}
+
 /// Puts back what a session that died without reverting (SIGKILL, power loss) left: its
-/// tuning and its clsact qdisc. Returns the tuning restored; says nothing when there was
-/// nothing to do.
+/// tuning and its clsact qdisc, and removes the state of namespaces that are gone. Returns
+/// the tuning restored; says nothing when there was nothing to do.
 pub fn recover_crashed() -> Result<Vec<Change>> {
+    remove_orphaned_state()?;
     crate::clsact::recover_crashed()?;
     let path = state_path()?;
     match StateFile::load(&path)? {
@@ -118,6 +173,23 @@ impl Drop for TuneGuard {
                 eprintln!("rxsteer: could not revert tuning: {e:#} (run `rxsteer restore`)");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn state_files_name_their_namespace() {
+        assert_eq!(
+            super::netns_of_state_file("tune-netns-4026532.json"),
+            Some(4026532)
+        );
+        assert_eq!(super::netns_of_state_file("clsact-netns-12.json"), Some(12));
+        assert_eq!(super::netns_of_state_file("tune-netns-x.json"), None);
+        assert_eq!(super::netns_of_state_file("other.txt"), None);
+        // This process's namespace is alive.
+        let me = rxsteer_tune::sysctl::netns_inode("self").unwrap();
+        assert!(super::live_netns_inodes().contains(&me));
     }
 }
 

@@ -139,6 +139,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
 pub fn restore() -> Result<()> {
     privilege::require("rxsteer restore", TUNE_CAPS)?;
     let mut out = std::io::stdout().lock();
+    host::remove_orphaned_state()?;
     crate::clsact::recover_crashed()?;
     let path = host::state_path()?;
     let Some(state) = StateFile::load(&path)? else {

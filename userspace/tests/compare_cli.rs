@@ -422,3 +422,51 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
     assert_eq!(common::host_state(), before, "the host is as found");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
+    // Closing the terminal (SIGHUP from tmux or ssh) or SIGQUIT is handled like Ctrl-C: the
+    // load, the server and the mode stop, the lab goes, and the host is as it was found.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for (signal, name) in [(libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+        let before = common::host_state();
+        let out_dir =
+            std::env::temp_dir().join(format!("rxsteer-compare-{name}-{}", std::process::id()));
+        let mut compare = Command::new(RXSTEER)
+            .args([
+                "compare", "--force", "--steer", "rps", "--proto", "http", "-d", "60s", "--reps",
+                "1", "--no-tui", "--out",
+            ])
+            .arg(&out_dir)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let live = out_dir.join("live-rps-http-rep0.jsonl");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: the load never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        unsafe { libc::kill(compare.id() as i32, signal) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = compare.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: still running"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut compare.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("everything was restored"), "{name}: {err}");
+        assert_eq!(common::host_state(), before, "{name}: the host is as found");
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}

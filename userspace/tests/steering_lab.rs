@@ -531,3 +531,21 @@ fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
     assert_eq!(read_all(), before, "every global value back, byte for byte");
     assert!(no_state_file());
 }
+
+#[test]
+fn state_files_of_namespaces_that_are_gone_are_removed_in_one_line_each() {
+    // A lab namespace deleted while its session was killed leaves a state file no namespace
+    // can restore: `rxsteer restore` (and every start) removes it and says so.
+    let dir = std::path::Path::new(rxsteer_tune::state::STATE_DIR);
+    std::fs::create_dir_all(dir).unwrap();
+    let orphan = dir.join("tune-netns-1.json");
+    std::fs::write(&orphan, b"{}").unwrap();
+    let out = Command::new(RXSTEER).arg("restore").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("tune-netns-1.json: its network namespace (inode 1) no longer exists"),
+        "{said}"
+    );
+    assert!(!orphan.exists());
+}

@@ -44,6 +44,7 @@ pub fn run_lab(
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }
+    crate::host::remove_orphaned_state()?;
     let caveat = roles.caveat(cpus);
     eprintln!("rxsteer compare: the embedded lab: {}", roles.describe());
     if let Some(c) = &caveat {
