@@ -176,6 +176,15 @@ impl Drop for TuneGuard {
     }
 }
 
+/// One line per change: `name: current -> target`.
+pub fn describe(changes: &[Change]) -> String {
+    changes
+        .iter()
+        .map(|c| format!("  {}: {} -> {}", c.name, c.current.trim(), c.target.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -191,13 +200,4 @@ mod tests {
         let me = rxsteer_tune::sysctl::netns_inode("self").unwrap();
         assert!(super::live_netns_inodes().contains(&me));
     }
-}
-
-/// One line per change: `name: current -> target`.
-pub fn describe(changes: &[Change]) -> String {
-    changes
-        .iter()
-        .map(|c| format!("  {}: {} -> {}", c.name, c.current.trim(), c.target.trim()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
