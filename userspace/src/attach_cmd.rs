@@ -46,8 +46,8 @@ pub struct AttachArgs {
     /// rps: CPUs RPS and XPS may use (default: every online CPU, like tune.sh).
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
-    /// cpumap: ring size per target CPU, in frames.
-    #[arg(long, default_value = "2048")]
+    /// cpumap: ring size per target CPU, in frames (1-16384, the kernel's limit).
+    #[arg(long, default_value = "2048", value_parser = clap::value_parser!(u32).range(1..=MAX_QSIZE as i64))]
     pub qsize: u32,
 }
 

@@ -407,11 +407,11 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
         ),
         (
             vec!["--steer", "cpumap", "--qsize", "0"],
-            "--qsize 0 is out of range",
+            "invalid value '0' for '--qsize <QSIZE>': 0 is not in 1..=16384",
         ),
         (
             vec!["--steer", "cpumap", "--qsize", "16385"],
-            "--qsize 16385 is out of range",
+            "invalid value '16385' for '--qsize <QSIZE>': 16385 is not in 1..=16384",
         ),
         (
             vec!["--steer", "rps", "--cpus", "4096"],

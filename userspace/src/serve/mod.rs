@@ -179,6 +179,15 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an address like :8080 or 127.0.0.1:8080"))
 }
 
+/// A timeout: a duration from 100 ms to 24 h (0 would close every connection at once).
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
+        return Err(format!("{s:?} is outside 100ms..=24h"));
+    }
+    Ok(d)
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// HTTP/1.1 address (default :8080 when neither --http nor --zap is given).
@@ -188,23 +197,26 @@ pub struct ServeArgs {
     #[arg(long, value_parser = parse_addr)]
     pub zap: Option<SocketAddr>,
     /// Worker threads (default: one per online CPU).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
     /// Pin workers to these CPUs.
     #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
     pub cpus: Option<CpuList>,
-    /// Largest ZAP frame in bytes; a larger length prefix closes the connection.
-    #[arg(long, default_value_t = rxsteer_wire::zap::MAX_FRAME)]
+    /// Largest ZAP frame in bytes (16, the message header, up to 64 MiB); a larger length
+    /// prefix closes the connection.
+    #[arg(long, default_value_t = rxsteer_wire::zap::MAX_FRAME,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(16..=rxsteer_wire::zap::MAX_FRAME as u64))]
     pub max_frame: usize,
-    /// Largest HTTP request body in bytes (413 above).
-    #[arg(long, default_value_t = Limits::default().max_body)]
+    /// Largest HTTP request body in bytes, up to 1 GiB (413 above).
+    #[arg(long, default_value_t = Limits::default().max_body,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 30))]
     pub max_body: usize,
-    /// Close connections idle this long.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    /// Close connections idle this long (100ms to 24h).
+    #[arg(long, default_value = "60s", value_parser = parse_timeout)]
     pub idle_timeout: Duration,
     /// A request must arrive whole within this long of its first byte (slow clients that
-    /// trickle bytes are closed).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    /// trickle bytes are closed; 100ms to 24h).
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
     pub request_timeout: Duration,
 }
 
