@@ -54,15 +54,12 @@ mod outside {
             .expect("git ls-files");
         let files = String::from_utf8(out.stdout).unwrap();
         assert!(files.lines().count() > 50, "the tracked files: {files}");
-        let outside = ["../shared", "../../shared", "/work/"];
+        // Spelt in pieces, so this file does not match what it looks for.
+        let outside = [concat!("..", "/shared"), concat!("/wo", "rk/")];
         let mut found = Vec::new();
         for f in files.lines() {
             let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
             for (n, line) in text.lines().enumerate() {
-                // This test names the patterns it looks for.
-                if f.ends_with("leftovers.rs") && line.contains("let outside") {
-                    continue;
-                }
                 if outside.iter().any(|p| line.contains(p)) {
                     found.push(format!("{f}:{}: {}", n + 1, line.trim()));
                 }
