@@ -89,7 +89,20 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
         .client
         .command(&rxload())
         .arg(format!("http://{}:8080", lab.server_ip))
-        .args(["-c", "8", "-t", "1", "-d", "4s", "--warmup", "0s"])
+        // It outlives rxsteer's server by design: the refused connects at the end are
+        // expected, not a failed run.
+        .args([
+            "-c",
+            "8",
+            "-t",
+            "1",
+            "-d",
+            "4s",
+            "--warmup",
+            "0s",
+            "--max-errors",
+            "100",
+        ])
         .output()
         .unwrap();
     let status = compare.wait().unwrap();
