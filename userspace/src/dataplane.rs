@@ -373,11 +373,6 @@ impl Dataplane {
         }
     }
 
-    /// Why the frags-aware programs are not available, if they are not.
-    pub fn frags_refused(&self) -> Option<&str> {
-        self.frags_refused.as_deref()
-    }
-
     /// Attaches tc_ingress and tc_egress to `iface` as `choice` says. TCX links detach when
     /// the Dataplane drops, or when a killed rxsteer's descriptors close; a clsact qdisc is
     /// deleted by its guard, or after a crash by the next start (see `clsact`). Under auto a

@@ -156,8 +156,6 @@ pub const LAB_TAG: &str = "lab";
 pub struct EmbeddedLab {
     pub veth: VethLab,
     pub napi_pid: u32,
-    /// The loader veth's NAPI kthread (the replies' receive).
-    pub loader_napi_pid: u32,
 }
 
 /// Frames each lab veth may queue for transmit (its pfifo qdisc).
@@ -227,13 +225,9 @@ impl EmbeddedLab {
         }
         let napi_pid = napi_thread(&veth.server_dev)?;
         pin_pid(napi_pid, roles.rx_cpu)?;
-        let loader_napi_pid = napi_thread(&veth.client_dev)?;
-        pin_pid_to(loader_napi_pid, &roles.loader_cpus)?;
-        Ok(Self {
-            veth,
-            napi_pid,
-            loader_napi_pid,
-        })
+        // The loader veth's NAPI kthread: the replies' receive, on the loader's CPUs.
+        pin_pid_to(napi_thread(&veth.client_dev)?, &roles.loader_cpus)?;
+        Ok(Self { veth, napi_pid })
     }
 
     /// What `create` set, as stored with a run.
