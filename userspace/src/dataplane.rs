@@ -589,13 +589,19 @@ impl Counters {
 }
 
 fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {
+    program_of(ebpf, name, "an XDP program")
+}
+
+/// Program `name` of the object, as the program type `T` (`kind` names it in the error).
+fn program_of<'a, T>(ebpf: &'a mut Ebpf, name: &str, kind: &str) -> Result<&'a mut T>
+where
+    &'a mut aya::programs::Program: TryInto<&'a mut T>,
+{
     let prog = ebpf
         .program_mut(name)
         .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
-    match prog.try_into() {
-        Ok(p) => Ok(p),
-        Err(_) => bail!("program {name} is not an XDP program"),
-    }
+    prog.try_into()
+        .map_err(|_| anyhow!("program {name} is not {kind}"))
 }
 
 /// `program`, or its frags-aware twin.
@@ -608,21 +614,9 @@ fn program_name(program: &str, frags: bool) -> String {
 }
 
 fn classifier_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier> {
-    let prog = ebpf
-        .program_mut(name)
-        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
-    match prog.try_into() {
-        Ok(p) => Ok(p),
-        Err(_) => bail!("program {name} is not a tc classifier"),
-    }
+    program_of(ebpf, name, "a tc classifier")
 }
 
 fn raw_tp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut RawTracePoint> {
-    let prog = ebpf
-        .program_mut(name)
-        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
-    match prog.try_into() {
-        Ok(p) => Ok(p),
-        Err(_) => bail!("program {name} is not a raw tracepoint program"),
-    }
+    program_of(ebpf, name, "a raw tracepoint program")
 }
