@@ -351,6 +351,18 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// Waits (at most 30 s) until a load's live file shows its measured window.
+fn wait_measuring(live: &std::path::Path, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(live).is_ok_and(|l| l.contains("measure")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the load never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Direct children of `pid` (from /proc/*/stat).
 fn children(pid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -382,15 +394,7 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let live = out_dir.join("live-cpumap-http-rep0.jsonl");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_measuring(&out_dir.join("live-cpumap-http-rep0.jsonl"), "SIGKILL");
     let kids = children(compare.id());
     assert!(kids.len() >= 3, "attach, serve and rxload: {kids:?}");
     compare.kill().unwrap();
@@ -441,15 +445,7 @@ fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let live = out_dir.join("live-rps-http-rep0.jsonl");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure")) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{name}: the load never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
+        wait_measuring(&out_dir.join("live-rps-http-rep0.jsonl"), name);
         unsafe { libc::kill(compare.id() as i32, signal) };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let status = loop {

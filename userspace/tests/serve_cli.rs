@@ -51,6 +51,19 @@ fn serves_without_privileges_and_reports_on_sigterm() {
     assert!(rest.contains("served 1 HTTP and 0 ZAP requests"), "{rest}");
 }
 
+/// `rxsteer serve ARGS` run to its end: exit code and stderr.
+fn serve(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(RXSTEER)
+        .arg("serve")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn bad_flags_are_one_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -67,13 +80,8 @@ fn bad_flags_are_one_line() {
         ),
         (vec!["--http", busy.as_str(), "--threads", "1"], "binding"),
     ] {
-        let out = Command::new(RXSTEER)
-            .arg("serve")
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        let (code, err) = serve(&args);
+        assert_ne!(code, Some(0), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
     // Values that make no sense are refused by the parser, before anything starts: one line
@@ -101,13 +109,8 @@ fn bad_flags_are_one_line() {
             "\"2d\" is outside 100ms..=24h",
         ),
     ] {
-        let out = Command::new(RXSTEER)
-            .arg("serve")
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = serve(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
         assert_eq!(
             err.lines().next().map(|l| l.contains(needle)),
