@@ -1,9 +1,9 @@
 //! rxload: the HTTP/1.1 and ZAP load generator. Closed loop (one request in flight per
 //! connection), warm-up excluded, HDR latency merged across threads, every response validated,
 //! errors counted by kind, client allocations per request and the tool's own CPU time.
-mod alloc;
 mod bind;
 mod conn;
+mod cputime;
 mod hgrm;
 mod live;
 mod scenario;
@@ -25,7 +25,7 @@ use scenario::{Custom, Scenario};
 use stats::{Stats, ERROR_KINDS};
 
 #[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+static GLOBAL: rxsteer_alloc::Counting = rxsteer_alloc::Counting;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -314,12 +314,12 @@ fn run(args: Args) -> Result<i32> {
     // ticks at interval boundaries throughout, allocating nothing.
     let mut reporter = live::Reporter::new(counters, live_file, start);
     let mut next_tick = start + args.live_interval;
-    let mut opened: Option<((u64, u64), f64, Instant)> = None;
+    let mut opened: Option<(rxsteer_alloc::Counts, f64, Instant)> = None;
     loop {
         let now = Instant::now();
         let limit = phase.limit_reached.load(Ordering::Relaxed);
         if opened.is_none() && (now >= phase.measure_from || limit) {
-            opened = Some((alloc::snapshot(), alloc::cpu_seconds(), now));
+            opened = Some((rxsteer_alloc::totals(), cputime::cpu_seconds(), now));
         }
         if now >= phase.measure_until || limit {
             break;
@@ -341,8 +341,8 @@ fn run(args: Args) -> Result<i32> {
     }
     let (a0, cpu0, t0) = opened.expect("the window opens before it closes");
     let (a1, cpu1, elapsed) = (
-        alloc::snapshot(),
-        alloc::cpu_seconds(),
+        rxsteer_alloc::totals(),
+        cputime::cpu_seconds(),
         t0.elapsed().as_secs_f64(),
     );
     phase.release_all();
@@ -357,8 +357,7 @@ fn run(args: Args) -> Result<i32> {
         threads,
         &total,
         elapsed,
-        a1.0 - a0.0,
-        a1.1 - a0.1,
+        a1.since(a0),
         cpu1 - cpu0,
         request.bytes.len(),
     );
@@ -417,8 +416,7 @@ struct Report<'a> {
     threads: u32,
     stats: &'a Stats,
     elapsed: f64,
-    allocs: u64,
-    alloc_bytes: u64,
+    allocated: rxsteer_alloc::Counts,
     cpu: f64,
     request_bytes: usize,
 }
@@ -431,8 +429,7 @@ impl<'a> Report<'a> {
         threads: u32,
         stats: &'a Stats,
         elapsed: f64,
-        allocs: u64,
-        alloc_bytes: u64,
+        allocated: rxsteer_alloc::Counts,
         cpu: f64,
         request_bytes: usize,
     ) -> Self {
@@ -442,8 +439,7 @@ impl<'a> Report<'a> {
             threads,
             stats,
             elapsed,
-            allocs,
-            alloc_bytes,
+            allocated,
             cpu,
             request_bytes,
         }
@@ -527,8 +523,8 @@ impl<'a> Report<'a> {
         }
         o += &format!(
             "\nClient     {:.3} allocs/req, {:.1} B/req, {:.2} CPU-s ({:.0} req per CPU-s), {} B per request on the wire\n",
-            self.per_request(self.allocs),
-            self.per_request(self.alloc_bytes),
+            self.per_request(self.allocated.allocs),
+            self.per_request(self.allocated.bytes),
             self.cpu,
             s.ok as f64 / self.cpu.max(1e-9),
             self.request_bytes
@@ -564,7 +560,7 @@ impl<'a> Report<'a> {
             "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "errors": ERROR_KINDS.iter().zip(s.errors).map(|(k, n)| (k.to_string(), n.into())).collect::<serde_json::Map<_, _>>(),
             "reconnects": s.reconnects, "max_errors_percent": self.args.max_errors,
-            "client": {"allocs_per_request": self.per_request(self.allocs), "bytes_per_request": self.per_request(self.alloc_bytes),
+            "client": {"allocs_per_request": self.per_request(self.allocated.allocs), "bytes_per_request": self.per_request(self.allocated.bytes),
                         "cpu_s": self.cpu, "requests_per_cpu_s": s.ok as f64 / self.cpu.max(1e-9)},
         })
     }

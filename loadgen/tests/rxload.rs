@@ -1,6 +1,6 @@
 //! rxload as a user runs it, against the project's servers (in this process) and against tiny
 //! misbehaving servers written here. Loopback only; every run is bounded.
-use rxsteer::serve::{start, ServeConfig, Server};
+use rxsteer_server::{start, ServeConfig, Server};
 use serde_json::Value;
 use std::{
     io::{Read, Write},

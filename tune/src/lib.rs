@@ -5,6 +5,7 @@
 //! back byte for byte. Only this crate writes sysfs and sysctls.
 pub mod apply;
 pub mod cpus;
+pub mod pin;
 pub mod profile;
 pub mod state;
 pub mod sysctl;

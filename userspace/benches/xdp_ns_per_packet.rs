@@ -54,7 +54,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() -> Result<()> {
     // One CPU for the whole run: no migrations between the programs being compared.
     let cpu = *rxsteer_tune::cpus::online_cpus()?.last().unwrap();
-    rxsteer::netns::pin_current_thread(cpu)?;
+    rxsteer_tune::pin::pin_current_thread(cpu)?;
     let cpus = rxsteer_tune::cpus::online_cpus()?;
     let sets = SteerSets {
         http: cpus.clone(),

@@ -13,7 +13,8 @@ use crate::{
     iface,
     ports::check_disjoint,
     privilege,
-    top::{observe, stop_on_signals, Observed, Output, TopArgs},
+    signals::stop_on_signals,
+    top::{observe, Observed, Output, TopArgs},
 };
 use rxsteer_tune::{cpus::online_cpus, Profile};
 

@@ -16,8 +16,9 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::process::{Command, Stdio};
 
-use crate::netns::{ip, pin_pid, pin_pid_to, VethLab};
+use crate::netns::{ip, VethLab};
 use rxsteer_tune::cpus::format_cpu_list;
+use rxsteer_tune::pin::pin_task;
 
 /// The CPU roles as flags (`lab` and `compare`); unset ones are chosen from the machine.
 #[derive(clap::Args, Clone, Debug)]
@@ -224,9 +225,9 @@ impl EmbeddedLab {
                 })?;
         }
         let napi_pid = napi_thread(&veth.server_dev)?;
-        pin_pid(napi_pid, roles.rx_cpu)?;
+        pin_task(napi_pid, &[roles.rx_cpu])?;
         // The loader veth's NAPI kthread: the replies' receive, on the loader's CPUs.
-        pin_pid_to(napi_thread(&veth.client_dev)?, &roles.loader_cpus)?;
+        pin_task(napi_thread(&veth.client_dev)?, &roles.loader_cpus)?;
         Ok(Self { veth, napi_pid })
     }
 

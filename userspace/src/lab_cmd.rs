@@ -10,7 +10,8 @@ use crate::{
     dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
     lab::{EmbeddedLab, RoleArgs},
     privilege::{self, Cap},
-    top::{observe, parse_interval, stop_on_signals, Output},
+    signals::stop_on_signals,
+    top::{observe, parse_interval, Output},
     traffic::EchoLoad,
 };
 use rxsteer_tune::cpus::online_cpus;

@@ -39,7 +39,7 @@ enum Cmd {
     /// Render report.md from a comparison's run directory (its run.json).
     Report { dir: std::path::PathBuf },
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
-    Serve(rxsteer::serve::ServeArgs),
+    Serve(rxsteer::serve_cmd::ServeArgs),
 }
 
 fn main() {
@@ -55,7 +55,7 @@ fn main() {
         Cmd::Attach(args) => attach_cmd::run(&args),
         Cmd::Tune(cmd) => tune_cmd::run(&cmd),
         Cmd::Restore => tune_cmd::restore(),
-        Cmd::Serve(args) => rxsteer::serve::run(&args),
+        Cmd::Serve(args) => rxsteer::serve_cmd::run(&args),
         Cmd::Compare(args) => rxsteer::compare::run(&args),
         Cmd::Report { dir } => rxsteer::report::run(&dir),
     };

@@ -67,7 +67,7 @@ impl Netns {
         std::thread::spawn(move || {
             enter(&path)?;
             if let Some(cpu) = cpu {
-                pin_current_thread(cpu)?;
+                rxsteer_tune::pin::pin_current_thread(cpu)?;
             }
             f()
         })
@@ -109,38 +109,6 @@ fn enter(path: &str) -> Result<()> {
     // SAFETY: f is an open namespace file; setns only affects the calling thread.
     if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
         return Err(std::io::Error::last_os_error()).with_context(|| format!("setns {path}"));
-    }
-    Ok(())
-}
-
-/// Pins the calling thread to one CPU.
-pub fn pin_current_thread(cpu: u32) -> Result<()> {
-    pin_pid(0, cpu)
-}
-
-/// Pins task `pid` (0 = the calling thread) to one CPU.
-pub fn pin_pid(pid: u32, cpu: u32) -> Result<()> {
-    pin_pid_to(pid, &[cpu])
-}
-
-/// Pins task `pid` (0 = the calling thread) to a set of CPUs.
-pub fn pin_pid_to(pid: u32, cpus: &[u32]) -> Result<()> {
-    let shown = rxsteer_tune::cpus::format_cpu_list(cpus);
-    // SAFETY: cpu_set_t is plain data; CPU_SET checks the index against the set's size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus {
-            libc::CPU_SET(cpu as usize, &mut set);
-        }
-        if libc::sched_setaffinity(
-            pid as libc::pid_t,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &set,
-        ) != 0
-        {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("pinning task {pid} to CPU {shown}"));
-        }
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
 //! either draw the live per-core view or print one JSON line per interval.
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use std::{
     io::IsTerminal,
@@ -21,6 +21,7 @@ use crate::{
     ports::{check_disjoint, port_list, PortList},
     privilege,
     sampler::{Sample, Sampler},
+    signals::stop_on_signals,
     view,
 };
 
@@ -146,18 +147,6 @@ pub fn run(args: &TopArgs) -> Result<()> {
     let shown = observe(counters, args.interval, args.count, &output, &stop);
     drop(dp);
     shown
-}
-
-/// A flag set by SIGINT, SIGTERM, SIGHUP (the terminal or ssh session closed) and SIGQUIT,
-/// instead of dying, so destructors detach and restore.
-pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
-    Ok(stop)
 }
 
 /// Where samples go: JSON lines on stdout or the live view.

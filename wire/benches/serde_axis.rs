@@ -11,11 +11,10 @@ use rxsteer_wire::{
     rpc::{JsonRequest, JsonResponse, BLOCK_HASH},
 };
 use std::hint::black_box;
-use std::{path::PathBuf, sync::atomic::Ordering};
+use std::path::PathBuf;
 
-#[path = "common/counting.rs"]
-mod counting;
-use counting::{ALLOCS, BYTES};
+#[global_allocator]
+static GLOBAL: rxsteer_alloc::Counting = rxsteer_alloc::Counting;
 
 const ACCOUNT: [u8; 20] = [
     0xde, 0xad, 0xbe, 0xef, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb,
@@ -185,7 +184,7 @@ fn allocs_per_op(op: &str, codec: Codec, native: &[u8], json: &[u8]) -> (f64, f6
         black_box(decode(codec, native, json, &mut scratch));
         encode(codec, &mut out);
     }
-    let (a0, b0) = (ALLOCS.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
+    let before = rxsteer_alloc::totals();
     for _ in 0..N {
         if op != "encode" {
             black_box(decode(codec, native, json, &mut scratch));
@@ -194,11 +193,8 @@ fn allocs_per_op(op: &str, codec: Codec, native: &[u8], json: &[u8]) -> (f64, f6
             encode(codec, &mut out);
         }
     }
-    let (a, b) = (
-        ALLOCS.load(Ordering::SeqCst) - a0,
-        BYTES.load(Ordering::SeqCst) - b0,
-    );
-    (a as f64 / N as f64, b as f64 / N as f64)
+    let used = rxsteer_alloc::totals().since(before);
+    (used.allocs as f64 / N as f64, used.bytes as f64 / N as f64)
 }
 
 fn main() {

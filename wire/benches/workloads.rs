@@ -13,11 +13,10 @@ use rxsteer_wire::{
     zaphttp::{decode_request, decode_response, encode_request, encode_response, split_frame},
 };
 use serde_json::json;
-use std::{hint::black_box, sync::atomic::Ordering, time::Instant};
+use std::{hint::black_box, time::Instant};
 
-#[path = "common/counting.rs"]
-mod counting;
-use counting::{ALLOCS, BYTES};
+#[global_allocator]
+static GLOBAL: rxsteer_alloc::Counting = rxsteer_alloc::Counting;
 
 const CT: &[u8] = b"Content-Type";
 const JSON: &[u8] = b"application/json";
@@ -146,13 +145,13 @@ fn main() {
                 round_trip(arm, body, &mut b);
             }
             const N: u64 = 20_000;
-            let (a0, b0) = (ALLOCS.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
+            let before = rxsteer_alloc::totals();
             let mut wire = (0, 0);
             for _ in 0..N {
                 wire = round_trip(arm, body, &mut b);
             }
-            let allocs = (ALLOCS.load(Ordering::SeqCst) - a0) as f64 / N as f64;
-            let bytes = (BYTES.load(Ordering::SeqCst) - b0) as f64 / N as f64;
+            let used = rxsteer_alloc::totals().since(before);
+            let (allocs, bytes) = (used.allocs as f64 / N as f64, used.bytes as f64 / N as f64);
             let iters = (2_000_000 / body.len().max(64)).clamp(200, 50_000);
             let mut times: Vec<f64> = (0..15)
                 .map(|_| {

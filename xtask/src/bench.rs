@@ -56,7 +56,7 @@ pub const SERDE: Bench = Bench {
 };
 pub const ECHO: Bench = Bench {
     name: "echo-64k-zap-vs-http",
-    package: "rxsteer",
+    package: "rxsteer-server",
     bench: "echo_64k",
     is_test: false,
     env: &[],
@@ -70,14 +70,14 @@ pub const WORKLOADS: Bench = Bench {
 };
 pub const NGINX: Bench = Bench {
     name: "health-vs-nginx",
-    package: "rxsteer",
+    package: "rxsteer-server",
     bench: "health_vs_nginx",
     is_test: false,
     env: &[],
 };
 pub const LOADGEN: Bench = Bench {
     name: "zap-vs-http-and-rxload-vs-wrk",
-    package: "rxsteer",
+    package: "rxsteer-server",
     bench: "loadgen_compare",
     is_test: false,
     env: &[],
@@ -85,7 +85,7 @@ pub const LOADGEN: Bench = Bench {
 /// The servers' allocations per request: its printed figures are the result.
 pub const ALLOCS: Bench = Bench {
     name: "server-allocs-per-request",
-    package: "rxsteer",
+    package: "rxsteer-server",
     bench: "zero_alloc",
     is_test: true,
     env: &[],

@@ -28,7 +28,7 @@ use std::{
 
 use crate::{
     privilege::{self, Cap},
-    top::stop_on_signals,
+    signals::stop_on_signals,
 };
 use load::{LoadSpec, Loader};
 use rxsteer_tune::cpus::online_cpus;

@@ -1,54 +1,18 @@
-//! Zero allocation per request, measured: a counting global allocator counts only on the
-//! server's worker thread; after a warm-up, 10 000 requests per route and transport must
+//! Zero allocation per request, measured: the counting global allocator (rxsteer-alloc) judges
+//! only the server's worker thread; after a warm-up, 10 000 requests per route and transport must
 //! allocate nothing. Prints allocs/request and bytes/request for each.
-use rxsteer::serve::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
-    alloc::{GlobalAlloc, Layout, System},
-    cell::Cell,
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
-    sync::atomic::{AtomicU64, Ordering},
 };
 
-struct Counting;
-
-thread_local! {
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-}
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-fn note(size: usize) {
-    if COUNTED.with(Cell::get) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(size as u64, Ordering::Relaxed);
-    }
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: rxsteer_alloc::Counting = rxsteer_alloc::Counting;
 
 fn mark_worker() {
-    COUNTED.with(|c| c.set(true));
+    rxsteer_alloc::count_this_thread();
 }
 
 const WARMUP: usize = 1000;
@@ -185,20 +149,19 @@ fn steady_state_requests_allocate_nothing() {
     let mut failures = Vec::new();
     for (name, is_zap, req) in &cases {
         let addr = if *is_zap { server.zap } else { server.http }.unwrap();
-        ALLOCS.store(0, Ordering::SeqCst);
+        let before_open = rxsteer_alloc::marked();
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
         let len = response_len(&mut s, req, *is_zap);
         exchange(&mut s, req, len, WARMUP, &mut buf);
         // The counter sees the worker: opening a connection allocates its task and buffers.
         assert!(
-            ALLOCS.load(Ordering::SeqCst) > 0,
+            rxsteer_alloc::marked().since(before_open).allocs > 0,
             "{name}: no allocation seen during connection setup"
         );
-        ALLOCS.store(0, Ordering::SeqCst);
-        BYTES.store(0, Ordering::SeqCst);
+        let before = rxsteer_alloc::marked();
         exchange(&mut s, req, len, MEASURED, &mut buf);
-        let (allocs, bytes) = (ALLOCS.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
+        let rxsteer_alloc::Counts { allocs, bytes } = rxsteer_alloc::marked().since(before);
         println!(
             "{name:<28} {:.4} allocs/request  {:.2} bytes/request  ({MEASURED} requests after {WARMUP} warm-up)",
             allocs as f64 / MEASURED as f64,

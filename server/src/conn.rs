@@ -1,4 +1,4 @@
-//! One connection's buffers and loop, for each transport. Buffers are allocated when the
+//! One connection's buffers and loop, generic over the framing. Buffers are allocated when the
 //! connection opens and reused for every request: every request already in the read buffer is
 //! answered, all responses go out in one write (may_minihttp's shape).
 use std::{
@@ -12,12 +12,12 @@ use tokio::{
     time::{timeout, Instant},
 };
 
-use rxsteer_wire::{
-    http1::{parse_request, write_head, write_response, Limits},
-    zaphttp::{decode_request, encode_response, encode_response_head, split_frame},
-};
+use rxsteer_wire::http1::Limits;
 
-use super::handlers::{body_bytes, handle, CT_TEXT};
+use crate::{
+    framing::{Framing, Split},
+    handlers::{body_bytes, handle},
+};
 
 /// Per-connection limits and timeouts.
 #[derive(Clone, Debug)]
@@ -207,16 +207,21 @@ fn partial_after(rd: &ReadBuf, consumed: usize, before: Option<Instant>) -> Opti
     }
 }
 
-/// HTTP/1.1 keep-alive with pipelining.
-pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -> io::Result<()> {
-    let mut rd = ReadBuf::new(cfg.http.max_header_bytes + cfg.http.max_body);
+/// One connection, served until the peer closes, a timeout, or input the framing refuses
+/// closes it. Every request already buffered is answered before the one write of the batch.
+pub async fn serve<F: Framing>(
+    mut s: TcpStream,
+    cfg: &ConnConfig,
+    served: &AtomicU64,
+) -> io::Result<()> {
+    let mut rd = ReadBuf::new(F::read_limit(cfg));
     let mut out = Vec::with_capacity(INITIAL);
     let mut scratch = Vec::with_capacity(1024);
     let mut partial_since = None;
     loop {
         rd.skip_empty_read(&s);
         // Closed or timed out (idle, or a request too slow to arrive): close without a
-        // reply, as nginx does when a client's header times out.
+        // reply, as nginx and the ZAP reference do.
         if !matches!(
             read_bounded(&mut rd, &mut s, cfg, partial_since).await?,
             Read::Data
@@ -227,114 +232,39 @@ pub async fn serve_http(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) 
         let mut close = false;
         let mut n = 0;
         loop {
-            match parse_request(&rd.data()[consumed..], &cfg.http) {
-                Ok(Some(req)) => {
-                    let reply = handle(
-                        req.method.as_bytes(),
-                        req.path.as_bytes(),
-                        req.content_type,
-                        req.body,
-                        &mut scratch,
-                    );
-                    let body = body_bytes(&reply, &scratch);
-                    if body.len() >= cfg.vectored_min {
-                        write_head(
-                            &mut out,
-                            reply.status,
-                            reply.content_type,
-                            body.len(),
-                            req.close,
-                        );
-                        send_with_body(&mut s, &mut out, body).await?;
-                    } else {
-                        write_response(&mut out, reply.status, reply.content_type, body, req.close);
-                    }
-                    consumed += req.consumed;
-                    n += 1;
-                    if req.close {
-                        close = true;
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    write_response(
-                        &mut out,
-                        e.status(),
-                        CT_TEXT,
-                        e.to_string().as_bytes(),
-                        true,
-                    );
+            let req = match F::split(&rd.data()[consumed..], cfg, &mut out) {
+                Split::Whole(req) => req,
+                Split::Partial => break,
+                Split::Refused => {
                     close = true;
                     break;
                 }
+            };
+            let reply = handle(
+                req.method,
+                req.target,
+                req.content_type,
+                req.body,
+                &mut scratch,
+            );
+            let body = body_bytes(&reply, &scratch);
+            if body.len() >= cfg.vectored_min {
+                F::encode_head(
+                    &mut out,
+                    reply.status,
+                    reply.content_type,
+                    body.len(),
+                    req.close,
+                );
+                send_with_body(&mut s, &mut out, body).await?;
+            } else {
+                F::encode(&mut out, reply.status, reply.content_type, body, req.close);
             }
-        }
-        end_batch(&mut s, &mut rd, &mut out, served, consumed, n).await?;
-        if close {
-            return Ok(());
-        }
-        partial_since = partial_after(&rd, consumed, partial_since);
-    }
-}
-
-/// ZAP-HTTP: one request in flight per connection by the reference client; pipelined frames
-/// are answered in order.
-pub async fn serve_zap(mut s: TcpStream, cfg: &ConnConfig, served: &AtomicU64) -> io::Result<()> {
-    let mut rd = ReadBuf::new(cfg.max_frame + 4);
-    let mut out = Vec::with_capacity(INITIAL);
-    let mut scratch = Vec::with_capacity(1024);
-    let mut partial_since = None;
-    loop {
-        rd.skip_empty_read(&s);
-        // A timeout closes without a reply, as the reference does for frames it cannot take.
-        if !matches!(
-            read_bounded(&mut rd, &mut s, cfg, partial_since).await?,
-            Read::Data
-        ) {
-            return Ok(());
-        }
-        let mut consumed = 0;
-        let mut close = false;
-        let mut n = 0;
-        loop {
-            match split_frame(&rd.data()[consumed..], cfg.max_frame) {
-                Ok(Some((frame, used))) => {
-                    consumed += used;
-                    match decode_request(frame) {
-                        Ok(req) => {
-                            let reply = handle(
-                                req.method,
-                                req.target,
-                                req.headers.get(b"content-type"),
-                                req.body,
-                                &mut scratch,
-                            );
-                            let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", reply.content_type)];
-                            let body = body_bytes(&reply, &scratch);
-                            if body.len() >= cfg.vectored_min {
-                                encode_response_head(&mut out, reply.status, b"", &ct, body.len());
-                                send_with_body(&mut s, &mut out, body).await?;
-                            } else {
-                                encode_response(&mut out, reply.status, b"", &ct, body, &[]);
-                            }
-                            n += 1;
-                        }
-                        Err(e) => {
-                            // As the reference: 400 with the reason as text, then close.
-                            let msg = format!("malformed request frame: {e}");
-                            encode_response(&mut out, 400, b"", &[], msg.as_bytes(), &[]);
-                            close = true;
-                            break;
-                        }
-                    }
-                }
-                Ok(None) => break,
-                // A zero or oversized length: the reference closes without a reply.
-                Err(_) => {
-                    close = true;
-                    break;
-                }
+            consumed += req.used;
+            n += 1;
+            if req.close {
+                close = true;
+                break;
             }
         }
         end_batch(&mut s, &mut rd, &mut out, served, consumed, n).await?;

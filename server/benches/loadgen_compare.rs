@@ -20,7 +20,7 @@ mod ratios;
 mod wrk;
 
 use ratios::summary;
-use rxsteer::serve::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
 
@@ -95,7 +95,7 @@ fn main() {
     // else (common/floor.rs). Every ZAP server costs at least that, so with the same client
     // floor-ZAP / HTTP bounds what ZAP / HTTP any ZAP server could reach against this one.
     let mut ok = Vec::new();
-    let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer::serve::handlers::CT_TEXT)];
+    let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer_server::handlers::CT_TEXT)];
     rxsteer_wire::zaphttp::encode_response(&mut ok, 200, b"", &ct, b"ok", &[]);
     let floor_zap = format!("zap://{}", floor::epoll(server_cpu, ok.leak()));
     let mut doc = serde_json::Map::new();

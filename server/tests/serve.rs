@@ -1,6 +1,6 @@
 //! The servers over real sockets on loopback: every route on both transports, pipelining, and
 //! every kind of bad input getting its defined answer. No privileges needed.
-use rxsteer::serve::{start, ServeConfig, Server};
+use rxsteer_server::{start, ServeConfig, Server};
 use rxsteer_wire::{
     native::{EthCallReq, EthCallResp},
     rpc,
@@ -69,9 +69,20 @@ fn http(req: &[u8]) -> (u16, Vec<u8>) {
     read_http(&mut s, 1).remove(0)
 }
 
+/// The server closed the connection: the next read returns 0 or a reset, within the socket's
+/// 5 s read timeout, which is far below the server's own idle timeout (60 s), so only a close
+/// the server chose counts. A timeout or stray bytes are failures.
 fn closed(s: &mut TcpStream) -> bool {
     let mut b = [0u8; 1];
-    matches!(s.read(&mut b), Ok(0) | Err(_))
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+        Err(e) => panic!("the server did not close within the read timeout: {e}"),
+        Ok(_) => panic!(
+            "the server sent more ({:?}) instead of closing",
+            b[0] as char
+        ),
+    }
 }
 
 #[test]

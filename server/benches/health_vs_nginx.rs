@@ -8,7 +8,7 @@
 //! Needs nginx and wrk on PATH (`cargo xtask bench nginx` installs them).
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 use ratios::summary;
-use rxsteer::serve::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig};
 use serde_json::json;
 #[path = "common/floor.rs"]
 mod floor;
@@ -89,7 +89,7 @@ fn main() {
     rxsteer_wire::http1::write_response(
         &mut ok,
         200,
-        rxsteer::serve::handlers::CT_TEXT,
+        rxsteer_server::handlers::CT_TEXT,
         b"ok",
         false,
     );

@@ -3,7 +3,7 @@
 //! request in flight; the server's worker is pinned to one CPU and the clients to another.
 //! Arms are rotated within each repetition and ratios are taken per repetition.
 //! RXSTEER_BENCH_JSON=FILE writes every figure. Run: cargo xtask bench echo
-use rxsteer::serve::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig};
 use rxsteer_wire::zaphttp::encode_request;
 use serde_json::json;
 use std::{
@@ -42,7 +42,7 @@ fn measure(arm: &Arm, cpu: u32) -> f64 {
                 arm.response_len,
             );
             std::thread::spawn(move || {
-                rxsteer::netns::pin_current_thread(cpu).unwrap();
+                rxsteer_tune::pin::pin_current_thread(cpu).unwrap();
                 let mut s = TcpStream::connect(addr).unwrap();
                 s.set_nodelay(true).unwrap();
                 let mut buf = vec![0u8; len];
@@ -65,7 +65,7 @@ fn measure(arm: &Arm, cpu: u32) -> f64 {
     (n1 - n0) as f64 / (t1 - t0).as_secs_f64()
 }
 
-fn server(vectored_min: usize, cpu: u32) -> rxsteer::serve::Server {
+fn server(vectored_min: usize, cpu: u32) -> rxsteer_server::Server {
     let mut cfg = ServeConfig {
         http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -80,7 +80,7 @@ fn server(vectored_min: usize, cpu: u32) -> rxsteer::serve::Server {
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (client_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
-    let vectored = server(rxsteer::serve::conn::VECTORED_MIN, server_cpu);
+    let vectored = server(rxsteer_server::conn::VECTORED_MIN, server_cpu);
     let copying = server(usize::MAX, server_cpu);
     let body = vec![b'e'; BODY];
     let http_req = [

@@ -1,7 +1,7 @@
 //! On-wire size of each scenario's request and response on both transports, measured on real
 //! connections to the server: printed, and asserted against the formats' size models (and the
 //! spec's published sizes where it gives them).
-use rxsteer::serve::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
     io::{Read, Write},

@@ -20,7 +20,7 @@ fn listen() -> TcpListener {
 }
 
 fn pin(cpu: u32) {
-    rxsteer::netns::pin_current_thread(cpu).expect("pin a floor thread");
+    rxsteer_tune::pin::pin_current_thread(cpu).expect("pin a floor thread");
 }
 
 /// epoll, level-triggered: epoll_wait for many ready sockets, then read + write for each.

@@ -1,6 +1,6 @@
 //! Hostile input while serving: each bad connection gets its defined answer or is closed, and
 //! the server keeps serving everyone else. No privileges needed.
-use rxsteer::serve::{start, ServeConfig, Server};
+use rxsteer_server::{start, ServeConfig, Server};
 use rxsteer_wire::zaphttp::encode_request;
 use std::{
     io::{Read, Write},
@@ -33,17 +33,37 @@ fn conn(addr: SocketAddr) -> TcpStream {
     s
 }
 
-/// Reads until the server closes; returns what it sent and how long that took.
+/// Reads until the server closes (a read of 0 or a reset) and returns what it sent and how
+/// long that took. A read that times out is a failure, not a close: the socket's read timeout
+/// (5 s) is the bound, and a server that hangs on bad input fails here.
 fn until_closed(s: &mut TcpStream) -> (Vec<u8>, Duration) {
     let start = Instant::now();
     let mut all = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
         match s.read(&mut buf) {
-            Ok(0) | Err(_) => return (all, start.elapsed()),
+            Ok(0) => return (all, start.elapsed()),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return (all, start.elapsed())
+            }
+            Err(e) => panic!(
+                "the server did not close within {:?} ({e}); it sent {:?}",
+                start.elapsed(),
+                String::from_utf8_lossy(&all)
+            ),
             Ok(n) => all.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// Bad input must be closed at once, not by the idle timeout: well under [`IDLE`].
+fn closed_at_once(s: &mut TcpStream) -> Vec<u8> {
+    let (got, took) = until_closed(s);
+    assert!(
+        took < IDLE / 2,
+        "closed after {took:?}, by a timeout rather than at once"
+    );
+    got
 }
 
 /// A good client still gets answers on both transports.
@@ -51,7 +71,7 @@ fn still_serving() {
     let mut h = conn(server().http.unwrap());
     h.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
-    assert!(until_closed(&mut h).0.ends_with(b"\r\n\r\nok"));
+    assert!(closed_at_once(&mut h).ends_with(b"\r\n\r\nok"));
     let mut z = conn(server().zap.unwrap());
     let mut req = Vec::new();
     encode_request(&mut req, b"GET", b"/health", &[], b"");
@@ -92,7 +112,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
     let mut junk = vec![0, 0, 0, 64];
     junk.extend((0..64u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8));
     s.write_all(&junk).unwrap();
-    let (got, _) = until_closed(&mut s);
+    let got = closed_at_once(&mut s);
     assert!(String::from_utf8_lossy(&got).contains("malformed request frame"));
     // A header pair count that overruns the frame: "truncated header block", 400.
     let mut req = Vec::new();
@@ -101,7 +121,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
     req[pairs_at..pairs_at + 4].copy_from_slice(&1000u32.to_le_bytes());
     let mut s = conn(zap);
     s.write_all(&req).unwrap();
-    let (got, _) = until_closed(&mut s);
+    let got = closed_at_once(&mut s);
     assert!(
         String::from_utf8_lossy(&got).contains("malformed request frame: truncated header block"),
         "{got:?}"
@@ -109,7 +129,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
     // 0xFFFFFFFF length: closed without a reply.
     let mut s = conn(zap);
     s.write_all(&[0xff; 4]).unwrap();
-    assert!(until_closed(&mut s).0.is_empty());
+    assert!(closed_at_once(&mut s).is_empty());
     // Invalid UTF-8 in the method and target: no route matches, 404, connection kept.
     let mut req = Vec::new();
     encode_request(&mut req, b"G\xffT", b"/\xfe\xfd", &[], b"");
@@ -121,7 +141,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
     // HTTP: invalid UTF-8 in the request line is a 400.
     let mut s = conn(server().http.unwrap());
     s.write_all(b"GET /\xff\xfe HTTP/1.1\r\n\r\n").unwrap();
-    let (got, _) = until_closed(&mut s);
+    let got = closed_at_once(&mut s);
     assert!(
         got.starts_with(b"HTTP/1.1 400"),
         "{}",

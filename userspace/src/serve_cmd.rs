@@ -1,0 +1,106 @@
+//! `rxsteer serve`: the command line of the servers in `rxsteer-server`.
+use anyhow::{bail, Result};
+use rxsteer_server::{start, ServeConfig};
+use rxsteer_wire::http1::Limits;
+use std::{net::SocketAddr, sync::atomic::Ordering, time::Duration};
+
+use crate::cpu_arg::CpuList;
+
+/// `:8080` means every address, port 8080; otherwise `host:port`.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("{s:?} is not an address like :8080 or 127.0.0.1:8080"))
+}
+
+/// A timeout: a duration from 100 ms to 24 h (0 would close every connection at once).
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
+        return Err(format!("{s:?} is outside 100ms..=24h"));
+    }
+    Ok(d)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// HTTP/1.1 address (default :8080 when neither --http nor --zap is given).
+    #[arg(long, value_parser = parse_addr)]
+    pub http: Option<SocketAddr>,
+    /// ZAP-HTTP address (default :9653 when neither is given).
+    #[arg(long, value_parser = parse_addr)]
+    pub zap: Option<SocketAddr>,
+    /// Worker threads (default: one per online CPU).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
+    /// Pin workers to these CPUs.
+    #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
+    pub cpus: Option<CpuList>,
+    /// Largest ZAP frame in bytes (16, the message header, up to 64 MiB); a larger length
+    /// prefix closes the connection.
+    #[arg(long, default_value_t = rxsteer_wire::zap::MAX_FRAME,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(16..=rxsteer_wire::zap::MAX_FRAME as u64))]
+    pub max_frame: usize,
+    /// Largest HTTP request body in bytes, up to 1 GiB (413 above).
+    #[arg(long, default_value_t = Limits::default().max_body,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 30))]
+    pub max_body: usize,
+    /// Close connections idle this long (100ms to 24h).
+    #[arg(long, default_value = "60s", value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
+    /// A request must arrive whole within this long of its first byte (slow clients that
+    /// trickle bytes are closed; 100ms to 24h).
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    pub request_timeout: Duration,
+}
+
+pub fn run(args: &ServeArgs) -> Result<()> {
+    let online = rxsteer_tune::cpus::online_cpus()?;
+    if let Some(c) = args
+        .cpus
+        .as_ref()
+        .and_then(|c| c.0.iter().find(|c| !online.contains(c)))
+    {
+        bail!("CPU {c} in --cpus is not online on this machine");
+    }
+    let mut cfg = ServeConfig::default();
+    if args.http.is_some() || args.zap.is_some() {
+        cfg.http = args.http;
+        cfg.zap = args.zap;
+    }
+    cfg.threads = args
+        .threads
+        .unwrap_or_else(|| args.cpus.as_ref().map_or(online.len(), |c| c.0.len()));
+    cfg.cpus = args.cpus.clone().map(|c| c.0);
+    cfg.conn.max_frame = args.max_frame;
+    cfg.conn.http.max_body = args.max_body;
+    cfg.conn.idle = args.idle_timeout;
+    cfg.conn.request = args.request_timeout;
+    // Handlers before the ready line: a SIGTERM sent as soon as it is seen must find them.
+    let stop = crate::signals::stop_on_signals()?;
+    let server = start(cfg.clone())?;
+    let show = |a: Option<SocketAddr>| a.map_or("off".to_string(), |a| a.to_string());
+    eprintln!(
+        "rxsteer serve: HTTP on {}, ZAP on {}, {} worker thread(s){}",
+        show(server.http),
+        show(server.zap),
+        cfg.threads,
+        cfg.cpus.as_ref().map_or(String::new(), |c| format!(
+            " pinned to CPUs {}",
+            rxsteer_tune::cpus::format_cpu_list(c)
+        ))
+    );
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "rxsteer serve: served {} HTTP and {} ZAP requests",
+        server.served.http.load(Ordering::Relaxed),
+        server.served.zap.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
