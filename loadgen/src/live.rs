@@ -4,7 +4,7 @@
 //! Everything is preallocated: the main thread must not allocate inside the measured window,
 //! whose allocations are the client's figure.
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use rxsteer_records::{LiveLine, Phase};
 use std::{
     io::Write,
     sync::{
@@ -40,17 +40,6 @@ impl LiveCounters {
     pub fn record_error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-#[derive(Serialize)]
-struct Line {
-    t_s: f64,
-    phase: &'static str,
-    req_per_s: f64,
-    errors: u64,
-    p50_us: u64,
-    p99_us: u64,
-    max_us: u64,
 }
 
 /// The main thread's side.
@@ -110,9 +99,13 @@ impl Reporter {
                 self.merged.value_at_quantile(p)
             }
         };
-        let line = Line {
+        let line = LiveLine {
             t_s: now.duration_since(self.start).as_secs_f64(),
-            phase: if measuring { "measure" } else { "warmup" },
+            phase: if measuring {
+                Phase::Measure
+            } else {
+                Phase::Warmup
+            },
             req_per_s: (ok - self.last.1) as f64 / dt,
             errors: errors - self.last.2,
             p50_us: q(0.5),

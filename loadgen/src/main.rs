@@ -102,11 +102,7 @@ struct Args {
     live_interval: Duration,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Io {
-    Tokio,
-    Uring,
-}
+use rxsteer_records::LoaderIo as Io;
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
@@ -167,7 +163,7 @@ fn run(args: Args) -> Result<i32> {
     };
     let body_size = args
         .body_size
-        .unwrap_or_else(|| args.scenario.default_body_size());
+        .unwrap_or_else(|| scenario::default_body_size(args.scenario));
     let request = scenario::build(&target, args.scenario, body_size, &custom)?;
     let batch: Vec<u8> = request.bytes.repeat(args.pipeline as usize);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
@@ -542,26 +538,61 @@ impl<'a> Report<'a> {
             .collect()
     }
 
-    fn json(&self) -> serde_json::Value {
+    fn json(&self) -> rxsteer_records::LoadResult {
+        use rxsteer_records::load::{Client, Latency, LoadResult, OpenLoop, Quantiles};
         let s = self.stats;
-        let lat: serde_json::Map<String, serde_json::Value> = self
-            .quantiles()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.into()))
-            .collect();
-        serde_json::json!({
-            "target": self.args.target, "proto": self.target.proto, "scenario": self.args.scenario,
-            "connections": self.args.connections, "threads": self.threads, "measured_s": self.elapsed,
-            "io": match self.args.io { Io::Tokio => "tokio", Io::Uring => "uring" },
-            "warmup_s": self.args.warmup.as_secs_f64(), "requests": s.ok, "req_per_s": self.rps(),
-            "open_loop": self.args.rate.map(|r| serde_json::json!({"target_per_s": r, "reached": self.rate_reached()})),
-            "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "request_wire_bytes": self.request_bytes,
-            "latency_us": {"mean": s.latency_us.mean(), "quantiles": lat, "histogram": self.buckets()},
-            "status": s.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (c.to_string(), serde_json::Value::from(*n))).collect::<serde_json::Map<_, _>>(),
-            "errors": ERROR_KINDS.iter().zip(s.errors).map(|(k, n)| (k.to_string(), n.into())).collect::<serde_json::Map<_, _>>(),
-            "reconnects": s.reconnects, "max_errors_percent": self.args.max_errors,
-            "client": {"allocs_per_request": self.per_request(self.allocated.allocs), "bytes_per_request": self.per_request(self.allocated.bytes),
-                        "cpu_s": self.cpu, "requests_per_cpu_s": s.ok as f64 / self.cpu.max(1e-9)},
-        })
+        let q: std::collections::BTreeMap<&str, u64> = self.quantiles().into_iter().collect();
+        LoadResult {
+            target: self.args.target.clone(),
+            proto: Some(self.target.proto),
+            scenario: Some(self.args.scenario),
+            connections: self.args.connections,
+            threads: self.threads,
+            measured_s: self.elapsed,
+            io: Some(self.args.io),
+            warmup_s: self.args.warmup.as_secs_f64(),
+            requests: s.ok,
+            req_per_s: self.rps(),
+            open_loop: self.args.rate.map(|r| OpenLoop {
+                target_per_s: r,
+                reached: self.rate_reached(),
+            }),
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+            request_wire_bytes: self.request_bytes as u64,
+            latency_us: Latency {
+                mean: s.latency_us.mean(),
+                quantiles: Quantiles {
+                    p50: q["p50"],
+                    p90: q["p90"],
+                    p99: q["p99"],
+                    p999: q["p99.9"],
+                    p9999: q["p99.99"],
+                    max: q["max"],
+                },
+                histogram: self.buckets(),
+            },
+            status: s
+                .status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| (c as u16, *n))
+                .collect(),
+            errors: ERROR_KINDS
+                .iter()
+                .zip(s.errors)
+                .map(|(k, n)| (k.to_string(), n))
+                .collect(),
+            reconnects: s.reconnects,
+            max_errors_percent: self.args.max_errors,
+            client: Client {
+                allocs_per_request: self.per_request(self.allocated.allocs),
+                bytes_per_request: self.per_request(self.allocated.bytes),
+                cpu_s: self.cpu,
+                requests_per_cpu_s: s.ok as f64 / self.cpu.max(1e-9),
+            },
+            loaders: None,
+        }
     }
 }

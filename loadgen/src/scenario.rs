@@ -9,24 +9,13 @@ use rxsteer_wire::{
 
 use crate::target::{Proto, Target};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scenario {
-    Health,
-    Rpc,
-    Echo,
-    /// A POST of --body-size bytes answered with a short body (the byte count): a load whose
-    /// limit is the receiving side, the seed's condition.
-    Upload,
-}
+pub use rxsteer_records::Scenario;
 
-impl Scenario {
-    /// The body size when --body-size is not given.
-    pub fn default_body_size(self) -> usize {
-        match self {
-            Scenario::Upload => 65536,
-            _ => 16,
-        }
+/// The body size when --body-size is not given: 64 KiB for an upload, 16 bytes otherwise.
+pub fn default_body_size(s: Scenario) -> usize {
+    match s {
+        Scenario::Upload => 65536,
+        _ => 16,
     }
 }
 

@@ -2,12 +2,7 @@
 use anyhow::{bail, Context, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    Http,
-    Zap,
-}
+pub use rxsteer_records::Proto;
 
 #[derive(Clone, Debug)]
 pub struct Target {

@@ -219,7 +219,8 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{profile, Profile, ProfileInput};
+    use crate::profile::{profile, ProfileInput};
+    use rxsteer_records::Mode;
     use std::fs;
 
     /// A scratch tree with the files a 1-queue NIC and the sysctls have.
@@ -278,7 +279,7 @@ mod tests {
         let (root, input) = fake_host("cycle");
         let before = snapshot_of(&root);
         let state = root.join("state/tune.json");
-        let settings = profile(Profile::Rps, &input);
+        let settings = profile(Mode::Rps, &input);
         let plan = apply(
             &settings,
             &state,
@@ -303,7 +304,7 @@ mod tests {
         .unwrap();
         assert_eq!(again.writes().count(), 0);
         // Switching profile keeps the first originals; revert restores them byte for byte.
-        let cpumap = profile(Profile::Cpumap, &input);
+        let cpumap = profile(Mode::Cpumap, &input);
         apply(
             &cpumap,
             &state,
@@ -328,7 +329,7 @@ mod tests {
         let before = snapshot_of(&root);
         let state = root.join("state/tune.json");
         let plan = apply(
-            &profile(Profile::Rps, &input),
+            &profile(Mode::Rps, &input),
             &state,
             StateFile::new(1, "eth9", "rps", None),
             true,
@@ -349,7 +350,7 @@ mod tests {
         fs::remove_file(&bad).unwrap();
         std::os::unix::fs::symlink("/proc/version", &bad).unwrap();
         let state = root.join("state/tune.json");
-        let settings = profile(Profile::Rps, &input);
+        let settings = profile(Mode::Rps, &input);
         let err = apply(
             &settings,
             &state,
@@ -374,7 +375,7 @@ mod tests {
     fn globals_are_not_written_inside_a_namespace() {
         let (root, mut input) = fake_host("ns");
         input.root_netns = false;
-        let settings = profile(Profile::Rps, &input);
+        let settings = profile(Mode::Rps, &input);
         let backlog = settings
             .iter()
             .find(|s| s.name == "net.core.netdev_max_backlog")

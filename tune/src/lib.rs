@@ -11,5 +11,5 @@ pub mod state;
 pub mod sysctl;
 
 pub use apply::{apply, revert, show, Change, Plan, TuneError};
-pub use profile::{profile, Profile, ProfileInput};
+pub use profile::{profile, ProfileInput};
 pub use state::StateFile;

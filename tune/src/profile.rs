@@ -13,22 +13,8 @@ use crate::{
     sysctl::{self, Scope, REFERENCE, RFS_FLOW_ENTRIES, RPS_SOCK_FLOW_ENTRIES},
 };
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profile {
-    Rps,
-    Cpumap,
-    None,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Rps => "rps",
-            Profile::Cpumap => "cpumap",
-            Profile::None => "none",
-        }
-    }
-}
+/// A profile is named by the steering mode it sets up (`none`: nothing to set).
+use rxsteer_records::Mode;
 
 /// One value a profile wants.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,12 +64,12 @@ pub fn queues(input: &ProfileInput, prefix: &str) -> Vec<String> {
     q
 }
 
-pub fn profile(p: Profile, input: &ProfileInput) -> Vec<Setting> {
-    if p == Profile::None {
+pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
+    if p == Mode::None {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let rps_on = p == Profile::Rps;
+    let rps_on = p == Mode::Rps;
     let mask = cpumask(if rps_on { &input.cpus } else { &[] }, input.nr_cpu_ids);
     let rx = queues(input, "rx-");
     // The kernel's advice: the global flow table divided among the RX queues.

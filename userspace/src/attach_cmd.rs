@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use crate::{
     cpu_arg::{cpu_list, CpuList},
     dataplane::{
-        AttachedMode, Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE,
+        Dataplane, FragsChoice, PortConfig, SteerSets, XdpMode, XdpModeChoice, MAX_QSIZE,
         RX_ACCOUNT, STEER,
     },
     host::{self, TuneGuard},
@@ -14,19 +14,10 @@ use crate::{
     ports::check_disjoint,
     privilege,
     signals::stop_on_signals,
-    top::{observe, Observed, Output, TopArgs},
+    top::{observe, say_observed, Output, TopArgs},
 };
-use rxsteer_tune::{cpus::online_cpus, Profile};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SteerMode {
-    /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
-    Cpumap,
-    /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
-    Rps,
-    /// Everything back to the snapshot; XDP only observes.
-    None,
-}
+use rxsteer_records::{Mode, Observed};
+use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]
 pub struct AttachArgs {
@@ -34,7 +25,7 @@ pub struct AttachArgs {
     pub observe: TopArgs,
     /// Steering mode.
     #[arg(long, value_enum)]
-    pub steer: SteerMode,
+    pub steer: Mode,
     /// cpumap: CPUs HTTP flows are spread over (default: every online CPU not in --zap-cpus).
     #[arg(long, value_parser = cpu_list)]
     pub http_cpus: Option<CpuList>,
@@ -57,7 +48,7 @@ fn validate(args: &AttachArgs) -> Result<SteerSets> {
     let o = &args.observe;
     check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
     let online = online_cpus()?;
-    if args.steer != SteerMode::Cpumap {
+    if args.steer != Mode::Cpumap {
         for (flag, v) in [
             ("--http-cpus", &args.http_cpus),
             ("--zap-cpus", &args.zap_cpus),
@@ -121,8 +112,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
     // fails, the guard's drop reverts the tuning.
     let (guard, program) = match args.steer {
-        SteerMode::Cpumap => {
-            let (g, plan) = TuneGuard::apply(Profile::Cpumap, &input)?;
+        Mode::Cpumap => {
+            let (g, plan) = TuneGuard::apply(Mode::Cpumap, &input)?;
             dp.fill_cpumap(&sets, args.qsize, frags)?;
             eprintln!(
                 "rxsteer: tuned for cpumap ({} value(s) written)",
@@ -130,15 +121,15 @@ pub fn run(args: &AttachArgs) -> Result<()> {
             );
             (Some(g), STEER)
         }
-        SteerMode::Rps => {
-            let (g, plan) = TuneGuard::apply(Profile::Rps, &input)?;
+        Mode::Rps => {
+            let (g, plan) = TuneGuard::apply(Mode::Rps, &input)?;
             eprintln!(
                 "rxsteer: tuned for rps ({} value(s) written)",
                 plan.writes().count()
             );
             (Some(g), RX_ACCOUNT)
         }
-        SteerMode::None => {
+        Mode::None => {
             let restored = rxsteer_tune::revert(&host::state_path()?)?;
             if !restored.is_empty() {
                 eprintln!(
@@ -150,8 +141,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         }
     };
     let asked = match mode {
-        AttachedMode::Drv => XdpModeChoice::Drv,
-        AttachedMode::Skb => XdpModeChoice::Skb,
+        XdpMode::Drv => XdpModeChoice::Drv,
+        XdpMode::Skb => XdpModeChoice::Skb,
     };
     let xdp_mode = dp.attach_xdp(program, frags, &o.iface, asked)?;
     let how = Observed {
@@ -159,23 +150,24 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         xdp_frags: frags,
         tc: dp.attach_tc(&o.iface, o.tc)?,
     };
-    how.report(
+    say_observed(
+        &how,
         &o.iface,
         program,
         o.xdp_mode,
         &match args.steer {
-            SteerMode::Cpumap => format!(
+            Mode::Cpumap => format!(
                 "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
                 show_set(&sets.http),
                 show_set(&sets.zap),
                 show_set(&sets.other),
                 args.qsize
             ),
-            SteerMode::Rps => format!(
+            Mode::Rps => format!(
                 "rps (CPUs {})",
                 rxsteer_tune::cpus::format_cpu_list(&input.cpus)
             ),
-            SteerMode::None => "none".to_string(),
+            Mode::None => "none".to_string(),
         },
     );
     let counters = dp.take_counters()?;
@@ -203,13 +195,8 @@ const SKB_CPUMAP_FRAGS: &str = "frags-aware programs with cpumap in skb mode: on
      kernel (6.18) the redirected packets reach IP with header errors (IpInHdrErrors), so TCP \
      cannot connect";
 
-fn frags_for(
-    steer: SteerMode,
-    mode: AttachedMode,
-    asked: FragsChoice,
-    usable: bool,
-) -> Result<bool> {
-    if steer != SteerMode::Cpumap || mode != AttachedMode::Skb || !usable {
+fn frags_for(steer: Mode, mode: XdpMode, asked: FragsChoice, usable: bool) -> Result<bool> {
+    if steer != Mode::Cpumap || mode != XdpMode::Skb || !usable {
         return Ok(usable);
     }
     if asked == FragsChoice::On {

@@ -2,46 +2,9 @@
 //! the user+system time of chosen processes (the server, the loader) by the CPU each thread
 //! last ran on. Both are tick-sampled (USER_HZ); they are deltas over an interval, in ns.
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One CPU's /proc/stat columns, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuTimes {
-    pub user: u64,
-    pub nice: u64,
-    pub system: u64,
-    pub idle: u64,
-    pub iowait: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub steal: u64,
-}
-
-impl CpuTimes {
-    /// Every column: the CPU's wall time as the kernel accounted it.
-    pub fn total(&self) -> u64 {
-        self.busy() + self.idle + self.iowait
-    }
-
-    /// Everything but idle and iowait.
-    pub fn busy(&self) -> u64 {
-        self.user + self.nice + self.system + self.irq + self.softirq + self.steal
-    }
-
-    pub fn delta(&self, prev: &CpuTimes) -> CpuTimes {
-        CpuTimes {
-            user: self.user.saturating_sub(prev.user),
-            nice: self.nice.saturating_sub(prev.nice),
-            system: self.system.saturating_sub(prev.system),
-            idle: self.idle.saturating_sub(prev.idle),
-            iowait: self.iowait.saturating_sub(prev.iowait),
-            irq: self.irq.saturating_sub(prev.irq),
-            softirq: self.softirq.saturating_sub(prev.softirq),
-            steal: self.steal.saturating_sub(prev.steal),
-        }
-    }
-}
+pub use rxsteer_records::sample::CpuTimes;
 
 /// Nanoseconds per USER_HZ tick.
 pub fn ns_per_tick() -> u64 {

@@ -6,7 +6,7 @@ use aya::{
     maps::{CpuMap, MapData, PerCpuArray},
     programs::{
         tc::{NlOptions, TcAttachOptions},
-        LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode,
+        LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode as AyaXdpMode,
     },
     Ebpf, EbpfLoader,
 };
@@ -15,7 +15,6 @@ use rxsteer_common::{
     PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
 };
 use rxsteer_tune::cpus::format_cpu_list;
-use serde::{Deserialize, Serialize};
 
 /// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time (empty
 /// when the object was missing then: see build.rs).
@@ -222,57 +221,7 @@ impl TcChoice {
     }
 }
 
-/// How the tc programs were attached, or why not.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TcAttached {
-    /// Ingress and egress attached as TCX links (kernel >= 6.6).
-    Tcx,
-    /// Ingress and egress as netlink filters on a clsact qdisc rxsteer added.
-    Clsact,
-    /// Not attached: the reason (the rest of the observation goes on without tc counts).
-    Unavailable(String),
-}
-
-/// The mode that actually ran; stored with every result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AttachedMode {
-    Drv,
-    Skb,
-}
-
-impl AttachedMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachedMode::Drv => "drv",
-            AttachedMode::Skb => "skb",
-        }
-    }
-
-    /// What this mode means for steering, in one line (live screen, report).
-    pub fn meaning(self) -> &'static str {
-        match self {
-            AttachedMode::Drv => {
-                "driver mode: XDP runs on the raw frame before an skb exists, so cpumap moves \
-                 skb building, GRO and the stack off the RX core"
-            }
-            AttachedMode::Skb => {
-                "skb mode: XDP runs after the RX core has built and GRO'd each packet, so cpumap \
-                 moves only the stack (the work RPS moves), plus an XDP run and an enqueue"
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for AttachedMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            AttachedMode::Drv => "driver (native)",
-            AttachedMode::Skb => "skb (generic)",
-        })
-    }
-}
+pub use rxsteer_records::{TcAttached, XdpMode};
 
 pub struct Dataplane {
     ebpf: Ebpf,
@@ -461,32 +410,32 @@ impl Dataplane {
         frags: bool,
         iface: &str,
         choice: XdpModeChoice,
-    ) -> Result<AttachedMode> {
+    ) -> Result<XdpMode> {
         let name = program_name(program, frags);
         let program = name.as_str();
         let prog = xdp_mut(&mut self.ebpf, program)?;
-        let attach = |prog: &mut Xdp, mode: AttachedMode| {
+        let attach = |prog: &mut Xdp, mode: XdpMode| {
             let flags = match mode {
-                AttachedMode::Drv => XdpMode::Driver,
-                AttachedMode::Skb => XdpMode::Skb,
+                XdpMode::Drv => AyaXdpMode::Driver,
+                XdpMode::Skb => AyaXdpMode::Skb,
             };
             prog.attach(iface, flags)
                 .with_context(|| format!("attaching {program} to {iface} in {mode} mode"))
         };
         match choice {
-            XdpModeChoice::Drv => attach(prog, AttachedMode::Drv)
-                .map(|_| AttachedMode::Drv)
+            XdpModeChoice::Drv => attach(prog, XdpMode::Drv)
+                .map(|_| XdpMode::Drv)
                 .map_err(|e| {
                     e.context(format!(
                         "--xdp-mode drv: {iface} has no native (driver) XDP for {program}; \
                          --xdp-mode skb runs it in generic mode, auto picks what works"
                     ))
                 }),
-            XdpModeChoice::Skb => attach(prog, AttachedMode::Skb).map(|_| AttachedMode::Skb),
-            XdpModeChoice::Auto => match attach(prog, AttachedMode::Drv) {
-                Ok(_) => Ok(AttachedMode::Drv),
-                Err(drv) => attach(prog, AttachedMode::Skb)
-                    .map(|_| AttachedMode::Skb)
+            XdpModeChoice::Skb => attach(prog, XdpMode::Skb).map(|_| XdpMode::Skb),
+            XdpModeChoice::Auto => match attach(prog, XdpMode::Drv) {
+                Ok(_) => Ok(XdpMode::Drv),
+                Err(drv) => attach(prog, XdpMode::Skb)
+                    .map(|_| XdpMode::Skb)
                     .map_err(|skb| anyhow!("{drv:#}; and then {skb:#}")),
             },
         }
@@ -495,18 +444,18 @@ impl Dataplane {
     /// The mode `choice` will attach in on `iface`: auto tries driver mode with the empty
     /// program (attached and detached at once: a trial, as xdp-tools do without netlink
     /// xdp-features), so what depends on the mode can be decided before anything changes.
-    pub fn resolve_xdp_mode(&mut self, iface: &str, choice: XdpModeChoice) -> Result<AttachedMode> {
+    pub fn resolve_xdp_mode(&mut self, iface: &str, choice: XdpModeChoice) -> Result<XdpMode> {
         Ok(match choice {
-            XdpModeChoice::Drv => AttachedMode::Drv,
-            XdpModeChoice::Skb => AttachedMode::Skb,
+            XdpModeChoice::Drv => XdpMode::Drv,
+            XdpModeChoice::Skb => XdpMode::Skb,
             XdpModeChoice::Auto => {
                 let prog = xdp_mut(&mut self.ebpf, XDP_PASS)?;
-                match prog.attach(iface, XdpMode::Driver) {
+                match prog.attach(iface, AyaXdpMode::Driver) {
                     Ok(link) => {
                         prog.detach(link)?;
-                        AttachedMode::Drv
+                        XdpMode::Drv
                     }
-                    Err(_) => AttachedMode::Skb,
+                    Err(_) => XdpMode::Skb,
                 }
             }
         })

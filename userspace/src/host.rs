@@ -4,11 +4,12 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 use rxsteer_tune::{
-    apply, cpus::online_cpus, profile, revert, state::STATE_DIR, sysctl, Change, Plan, Profile,
+    apply, cpus::online_cpus, profile, revert, state::STATE_DIR, sysctl, Change, Plan,
     ProfileInput, StateFile,
 };
 
 use crate::dataplane::nr_cpu_ids;
+use rxsteer_records::Mode;
 
 /// This network namespace's state file.
 pub fn state_path() -> Result<PathBuf> {
@@ -134,13 +135,13 @@ pub struct TuneGuard {
 }
 
 impl TuneGuard {
-    pub fn apply(profile_kind: Profile, input: &ProfileInput) -> Result<(Self, Plan)> {
+    pub fn apply(profile_kind: Mode, input: &ProfileInput) -> Result<(Self, Plan)> {
         let path = state_path()?;
         let settings = profile(profile_kind, input);
         let fresh = StateFile::new(
             sysctl::netns_inode("self")?,
             &input.iface,
-            profile_kind.name(),
+            profile_kind.as_str(),
             Some(std::process::id()),
         );
         let guard = Self {
@@ -148,7 +149,7 @@ impl TuneGuard {
             active: true,
         };
         let plan = apply(&settings, &path, fresh, false)
-            .with_context(|| format!("tuning profile {}", profile_kind.name()));
+            .with_context(|| format!("tuning profile {}", profile_kind.as_str()));
         match plan {
             Ok(plan) => Ok((guard, plan)),
             Err(e) => {

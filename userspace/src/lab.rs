@@ -13,7 +13,6 @@
 //! the loader veth, its kthread pinned to the loader CPUs (the recipe verified on 6.18 in the
 //! project's steering notes).
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 use std::process::{Command, Stdio};
 
 use crate::netns::{ip, VethLab};
@@ -36,7 +35,7 @@ pub struct RoleArgs {
 
 impl RoleArgs {
     pub fn choose(&self, online: &[u32]) -> Result<Roles> {
-        Roles::choose(
+        choose_roles(
             online,
             self.rx_cpu,
             self.server_cpus.clone().map(|c| c.0),
@@ -45,109 +44,72 @@ impl RoleArgs {
     }
 }
 
-/// Which CPU does what in the lab.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Roles {
-    /// Runs the server veth's NAPI thread: the stand-in for the NIC's interrupt core.
-    pub rx_cpu: u32,
-    pub server_cpus: Vec<u32>,
-    pub loader_cpus: Vec<u32>,
-}
+pub use rxsteer_records::run::{LabSettings, Roles};
 
-impl Roles {
-    /// Roles from the user's choices, defaults filled in from the machine's online CPUs.
-    pub fn choose(
-        online: &[u32],
-        rx_cpu: Option<u32>,
-        server: Option<Vec<u32>>,
-        loader: Option<Vec<u32>>,
-    ) -> Result<Self> {
-        let check = |what: &str, cpus: &[u32]| -> Result<()> {
-            if cpus.is_empty() {
-                bail!("{what} is empty");
-            }
-            if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
-                bail!(
-                    "CPU {c} in {what} is not online on this machine (online: {})",
-                    format_cpu_list(online)
-                );
-            }
-            Ok(())
-        };
-        let rx = rx_cpu.unwrap_or(online[0]);
-        check("--rx-cpu", &[rx])?;
-        let n = online.len();
-        let others: Vec<u32> = online.iter().copied().filter(|&c| c != rx).collect();
-        // Loaders take the top quarter of the CPUs (at least one); servers the rest. On two
-        // CPUs the loader shares the receive core, as in the measured 2-vCPU baseline.
-        let default_loader: Vec<u32> = match n {
-            1 => vec![rx],
-            2 => vec![rx],
-            _ => others[others.len() - n.div_ceil(4).min(others.len() - 1)..].to_vec(),
-        };
-        let loader = loader.unwrap_or(default_loader);
-        check("--loader-cpus", &loader)?;
-        let server = server.unwrap_or_else(|| {
-            let s: Vec<u32> = others
-                .iter()
-                .copied()
-                .filter(|c| !loader.contains(c))
-                .collect();
-            if s.is_empty() {
-                vec![*others.first().unwrap_or(&rx)]
-            } else {
-                s
-            }
-        });
-        check("--server-cpus", &server)?;
-        Ok(Self {
-            rx_cpu: rx,
-            server_cpus: server,
-            loader_cpus: loader,
-        })
-    }
-
-    /// CPUs steering may move receive work to: server CPUs other than the receive core.
-    pub fn steer_targets(&self) -> Vec<u32> {
-        self.server_cpus
+/// Roles from the user's choices, defaults filled in from the machine's online CPUs.
+pub fn choose_roles(
+    online: &[u32],
+    rx_cpu: Option<u32>,
+    server: Option<Vec<u32>>,
+    loader: Option<Vec<u32>>,
+) -> Result<Roles> {
+    let check = |what: &str, cpus: &[u32]| -> Result<()> {
+        if cpus.is_empty() {
+            bail!("{what} is empty");
+        }
+        if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+            bail!(
+                "CPU {c} in {what} is not online on this machine (online: {})",
+                format_cpu_list(online)
+            );
+        }
+        Ok(())
+    };
+    let rx = rx_cpu.unwrap_or(online[0]);
+    check("--rx-cpu", &[rx])?;
+    let n = online.len();
+    let others: Vec<u32> = online.iter().copied().filter(|&c| c != rx).collect();
+    // Loaders take the top quarter of the CPUs (at least one); servers the rest. On two
+    // CPUs the loader shares the receive core, as in the measured 2-vCPU baseline.
+    let default_loader: Vec<u32> = match n {
+        1 => vec![rx],
+        2 => vec![rx],
+        _ => others[others.len() - n.div_ceil(4).min(others.len() - 1)..].to_vec(),
+    };
+    let loader = loader.unwrap_or(default_loader);
+    check("--loader-cpus", &loader)?;
+    let server = server.unwrap_or_else(|| {
+        let s: Vec<u32> = others
             .iter()
             .copied()
-            .filter(|&c| c != self.rx_cpu)
-            .collect()
-    }
-
-    /// What this machine can show, said plainly (see [`small_machine_caveat`]).
-    pub fn caveat(&self, online: usize) -> Option<String> {
-        small_machine_caveat(online)
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "receive (NAPI) CPU {}, server CPUs {}, loader CPUs {}, steering targets {}",
-            self.rx_cpu,
-            format_cpu_list(&self.server_cpus),
-            format_cpu_list(&self.loader_cpus),
-            match self.steer_targets() {
-                t if t.is_empty() => "none".to_string(),
-                t => format_cpu_list(&t),
-            }
-        )
-    }
+            .filter(|c| !loader.contains(c))
+            .collect();
+        if s.is_empty() {
+            vec![*others.first().unwrap_or(&rx)]
+        } else {
+            s
+        }
+    });
+    check("--server-cpus", &server)?;
+    Ok(Roles {
+        rx_cpu: rx,
+        server_cpus: server,
+        loader_cpus: loader,
+    })
 }
 
-/// With fewer than 4 CPUs no CPU is free of the receive core, the server and the loader, so
-/// steering can only move receive work onto a CPU that also does one of those. Whether that
-/// pays depends on that CPU's idle time, which each load's verdict reports. The one text of
-/// it: the lab, compare and the report (which derives it from a run's CPU count) all use this.
-pub fn small_machine_caveat(online: usize) -> Option<String> {
-    (online < 4).then(|| {
-        format!(
-            "this machine has {online} CPUs: no CPU is free to steer to, so receive work can only \
-             move onto a CPU that also runs the server or the loader; that pays only where that \
-             CPU had idle time (each load's verdict says), so this is not a gain like the seed's, \
-             which needs >= 4 CPUs"
-        )
-    })
+/// The roles in one line, for the start of a run.
+pub fn describe(roles: &Roles) -> String {
+    format!(
+        "receive (NAPI) CPU {}, server CPUs {}, loader CPUs {}, steering targets {}",
+        roles.rx_cpu,
+        format_cpu_list(&roles.server_cpus),
+        format_cpu_list(&roles.loader_cpus),
+        match roles.steer_targets() {
+            t if t.is_empty() => "none".to_string(),
+            t => format_cpu_list(&t),
+        }
+    )
 }
 
 /// Tag of the embedded lab: fixed, so a lab left by a crashed run is found and removed.
@@ -161,21 +123,6 @@ pub struct EmbeddedLab {
 
 /// Frames each lab veth may queue for transmit (its pfifo qdisc).
 pub const TX_QUEUE: u32 = 1000;
-
-/// The lab's offload and NAPI settings, stored with every run (run.json `setup.lab`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LabSettings {
-    pub server_gro: bool,
-    pub server_tso: bool,
-    pub server_napi_threaded: bool,
-    pub server_napi_cpu: u32,
-    pub loader_tx_checksum: bool,
-    pub loader_gro: bool,
-    pub loader_napi_threaded: bool,
-    pub loader_napi_cpus: Vec<u32>,
-    /// Both veths transmit through a pfifo of this many frames (backpressure, not drops).
-    pub tx_qdisc_pfifo: u32,
-}
 
 impl EmbeddedLab {
     /// Removes namespaces an earlier, killed run left behind. Returns their names.
@@ -303,39 +250,41 @@ mod tests {
 
     #[test]
     fn default_roles_by_cpu_count() {
-        let r = Roles::choose(&[0, 1], None, None, None).unwrap();
+        let r = choose_roles(&[0, 1], None, None, None).unwrap();
         assert_eq!(
             (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
             (0, vec![1], vec![0])
         );
         assert_eq!(r.steer_targets(), vec![1]);
-        assert!(r.caveat(2).unwrap().contains("not a gain like the seed's"));
-        let r = Roles::choose(&[0, 1, 2, 3], None, None, None).unwrap();
+        assert!(rxsteer_records::small_machine_caveat(2)
+            .unwrap()
+            .contains("not a gain like the seed's"));
+        let r = choose_roles(&[0, 1, 2, 3], None, None, None).unwrap();
         assert_eq!(
             (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
             (0, vec![1, 2], vec![3])
         );
-        assert!(r.caveat(4).is_none());
+        assert!(rxsteer_records::small_machine_caveat(4).is_none());
         let twenty: Vec<u32> = (0..20).collect();
-        let r = Roles::choose(&twenty, None, None, None).unwrap();
+        let r = choose_roles(&twenty, None, None, None).unwrap();
         assert_eq!(r.loader_cpus, (15..20).collect::<Vec<_>>());
         assert_eq!(r.server_cpus, (1..15).collect::<Vec<_>>());
     }
 
     #[test]
     fn roles_must_fit_the_machine() {
-        let err = Roles::choose(&[0, 1], Some(5), None, None)
+        let err = choose_roles(&[0, 1], Some(5), None, None)
             .unwrap_err()
             .to_string();
         assert_eq!(
             err,
             "CPU 5 in --rx-cpu is not online on this machine (online: 0-1)"
         );
-        let err = Roles::choose(&[0, 1], None, Some(vec![1, 2]), None)
+        let err = choose_roles(&[0, 1], None, Some(vec![1, 2]), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("CPU 2 in --server-cpus"), "{err}");
-        let err = Roles::choose(&[0, 1], None, Some(vec![]), None)
+        let err = choose_roles(&[0, 1], None, Some(vec![]), None)
             .unwrap_err()
             .to_string();
         assert_eq!(err, "--server-cpus is empty");

@@ -58,8 +58,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }
-    eprintln!("rxsteer lab: {}", roles.describe());
-    if let Some(c) = roles.caveat(online.len()) {
+    eprintln!("rxsteer lab: {}", crate::lab::describe(&roles));
+    if let Some(c) = rxsteer_records::small_machine_caveat(online.len()) {
         eprintln!("rxsteer lab: note: {c}");
     }
     let lab = EmbeddedLab::create(&roles)?;
@@ -94,8 +94,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let intervals = (args.duration.as_secs_f64() / args.interval.as_secs_f64()).floor() as u64;
     let output = Output {
         iface: &lab.veth.server_dev,
-        how: crate::top::Observed {
-            xdp_mode: crate::dataplane::AttachedMode::Drv,
+        how: rxsteer_records::Observed {
+            xdp_mode: crate::dataplane::XdpMode::Drv,
             xdp_frags: false,
             tc: crate::dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
         },

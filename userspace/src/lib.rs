@@ -1,6 +1,5 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod attach_cmd;
-pub mod breakdown;
 pub mod clsact;
 pub mod compare;
 pub mod cpu_arg;
@@ -14,7 +13,6 @@ pub mod netns;
 pub mod ports;
 pub mod privilege;
 pub mod procfs;
-pub mod report;
 pub mod sampler;
 pub mod serve_cmd;
 pub mod signals;

@@ -57,7 +57,7 @@ fn main() {
         Cmd::Restore => tune_cmd::restore(),
         Cmd::Serve(args) => rxsteer::serve_cmd::run(&args),
         Cmd::Compare(args) => rxsteer::compare::run(&args),
-        Cmd::Report { dir } => rxsteer::report::run(&dir),
+        Cmd::Report { dir } => rxsteer_report::run(&dir),
     };
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

@@ -2,30 +2,9 @@
 //! the run time of the kernel threads that do receive work outside softirq (cpumap kthreads
 //! and threaded NAPI), which softirq accounting alone would miss.
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One row of /proc/net/softnet_stat.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Softnet {
-    pub processed: u64,
-    pub dropped: u64,
-    pub time_squeeze: u64,
-    pub received_rps: u64,
-    pub flow_limit: u64,
-}
-
-impl Softnet {
-    pub fn delta(&self, prev: &Softnet) -> Softnet {
-        Softnet {
-            processed: self.processed.wrapping_sub(prev.processed) & 0xffff_ffff,
-            dropped: self.dropped.wrapping_sub(prev.dropped) & 0xffff_ffff,
-            time_squeeze: self.time_squeeze.wrapping_sub(prev.time_squeeze) & 0xffff_ffff,
-            received_rps: self.received_rps.wrapping_sub(prev.received_rps) & 0xffff_ffff,
-            flow_limit: self.flow_limit.wrapping_sub(prev.flow_limit) & 0xffff_ffff,
-        }
-    }
-}
+pub use rxsteer_records::sample::Softnet;
 
 /// softnet_stat by CPU id. Columns are 32-bit hex counters (they wrap; deltas mask them).
 pub fn softnet_stat() -> Result<BTreeMap<u32, Softnet>> {

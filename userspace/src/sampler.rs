@@ -6,7 +6,6 @@ use rxsteer_common::{
     RxStats, SoftirqStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX,
     SOFTIRQ_NET_TX,
 };
-use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, time::Instant};
 
 use crate::{
@@ -15,112 +14,7 @@ use crate::{
     procfs::{self, KthreadKind, KthreadTime, Softnet},
 };
 
-/// Packets per traffic class (see `rxsteer_common::Class`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassPackets {
-    pub http: u64,
-    pub zap: u64,
-    pub tcp: u64,
-    pub ip: u64,
-    pub non_ip: u64,
-    pub malformed: u64,
-}
-
-impl ClassPackets {
-    fn from_array(a: &[u64; N_CLASSES]) -> Self {
-        let [http, zap, tcp, ip, non_ip, malformed] = *a;
-        Self {
-            http,
-            zap,
-            tcp,
-            ip,
-            non_ip,
-            malformed,
-        }
-    }
-}
-
-/// One CPU over one interval.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuSample {
-    pub cpu: u32,
-    /// Frames seen by `rx_account` on this CPU, and their bytes.
-    pub packets: u64,
-    pub bytes: u64,
-    pub class_packets: ClassPackets,
-    pub ipv4: u64,
-    pub ipv6: u64,
-    pub vlan: u64,
-    pub net_rx_ns: u64,
-    pub net_rx_runs: u64,
-    pub net_tx_ns: u64,
-    pub net_tx_runs: u64,
-    /// Every softirq vector, in kernel order (HI, TIMER, NET_TX, NET_RX, ...).
-    pub softirq_ns: [u64; N_SOFTIRQ],
-    pub softirq_runs: [u64; N_SOFTIRQ],
-    /// Run time of cpumap kthreads on this CPU (receive work that is not softirq time).
-    pub cpumap_kthread_ns: u64,
-    /// Run time of the observed interface's threaded-NAPI kthreads last seen on this CPU.
-    pub napi_kthread_ns: u64,
-    /// Run time of other interfaces' NAPI kthreads on this CPU (in the lab: the loader veth's
-    /// receive of the replies, work a real set-up does on the loader's machine). Not receive
-    /// work of the observed interface.
-    #[serde(default)]
-    pub other_napi_kthread_ns: u64,
-    pub cpumap_processed: u64,
-    pub cpumap_drops: u64,
-    /// Frames this CPU enqueued into cpumap rings, and those dropped on a full ring.
-    pub enqueue_frames: u64,
-    pub enqueue_drops: u64,
-    /// Frames the cpumap entry's program counted arriving on this CPU (cpumap mode).
-    pub arrived_packets: u64,
-    pub arrived_class: ClassPackets,
-    /// Frames this CPU's steering program redirected, and those passed because the chosen
-    /// cpumap entry was missing.
-    pub steered_packets: u64,
-    pub steer_fallback: u64,
-    pub softnet: Softnet,
-    /// Packets tc ingress saw on this CPU: where the stack processed them (after RPS or
-    /// cpumap moved them). Absent from runs before tc accounting, and without TCX.
-    #[serde(default)]
-    pub stack_packets: u64,
-    #[serde(default)]
-    pub stack_class: ClassPackets,
-    /// Packets tc egress saw leave from this CPU (XPS).
-    #[serde(default)]
-    pub tx_packets: u64,
-    #[serde(default)]
-    pub tx_class: ClassPackets,
-    /// This CPU's /proc/stat time over the interval.
-    #[serde(default)]
-    pub time: CpuTimes,
-}
-
-impl CpuSample {
-    /// Receive work in nanoseconds: NET_RX softirq plus the receive kthreads.
-    pub fn receive_ns(&self) -> u64 {
-        self.net_rx_ns + self.cpumap_kthread_ns + self.napi_kthread_ns
-    }
-}
-
-/// One interval, all CPUs.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Seconds since the sampler started, at the end of this interval.
-    pub t_s: f64,
-    pub interval_s: f64,
-    pub cpus: Vec<CpuSample>,
-    pub redirect_err: u64,
-    /// Redirect failures by errno (e.g. "28" = ENOSPC: cpumap ring full).
-    pub redirect_err_by_errno: BTreeMap<String, u64>,
-    pub xdp_exceptions: u64,
-}
-
-impl Sample {
-    pub fn total_packets(&self) -> u64 {
-        self.cpus.iter().map(|c| c.packets).sum()
-    }
-}
+pub use rxsteer_records::sample::{ClassPackets, CpuSample, Sample};
 
 /// Absolute counters at one instant.
 struct Snapshot {

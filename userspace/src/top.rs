@@ -1,7 +1,7 @@
 //! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
 //! either draw the live per-core view or print one JSON line per interval.
 use anyhow::Result;
-use serde::Serialize;
+use rxsteer_records::{Observed, SampleLine};
 use std::{
     io::IsTerminal,
     sync::{
@@ -14,8 +14,8 @@ use std::{
 
 use crate::{
     dataplane::{
-        AttachedMode, Counters, Dataplane, FragsChoice, PortConfig, TcAttached, TcChoice,
-        XdpModeChoice, RX_ACCOUNT,
+        Counters, Dataplane, FragsChoice, PortConfig, TcAttached, TcChoice, XdpMode, XdpModeChoice,
+        RX_ACCOUNT,
     },
     iface,
     ports::{check_disjoint, port_list, PortList},
@@ -66,50 +66,33 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// How the programs were attached: stored with every sample line.
-#[derive(Clone, Debug, Serialize)]
-pub struct Observed {
-    /// The XDP mode that actually ran.
-    pub xdp_mode: AttachedMode,
-    /// Whether the multi-buffer aware (frags) XDP programs ran.
-    pub xdp_frags: bool,
-    /// How the tc witness programs were attached, or why not.
-    pub tc: TcAttached,
-}
-
-impl Observed {
-    /// Says on stderr what runs where (one line), and what is missing or what the mode means.
-    pub fn report(&self, iface: &str, program: &str, asked: XdpModeChoice, steering: &str) {
-        eprintln!(
-            "rxsteer: observing {iface} with {program}{} in {} mode{}, steering {steering}",
-            if self.xdp_frags { " (frags)" } else { "" },
-            self.xdp_mode,
-            match &self.tc {
-                TcAttached::Tcx => ", tc ingress/egress as TCX",
-                TcAttached::Clsact => ", tc ingress/egress on a clsact qdisc",
-                TcAttached::Unavailable(_) => "",
-            },
-        );
-        if let TcAttached::Unavailable(why) = &self.tc {
-            eprintln!("rxsteer: {why}");
-        }
-        if self.xdp_mode == AttachedMode::Skb {
-            if asked == XdpModeChoice::Auto {
-                eprintln!("rxsteer: --xdp-mode auto: {iface} has no native XDP, so skb mode");
-            }
-            eprintln!("rxsteer: {}", AttachedMode::Skb.meaning());
-        }
+/// Says on stderr what runs where (one line), and what is missing or what the mode means.
+pub fn say_observed(
+    how: &Observed,
+    iface: &str,
+    program: &str,
+    asked: XdpModeChoice,
+    steering: &str,
+) {
+    eprintln!(
+        "rxsteer: observing {iface} with {program}{} in {} mode{}, steering {steering}",
+        if how.xdp_frags { " (frags)" } else { "" },
+        how.xdp_mode.long_name(),
+        match &how.tc {
+            TcAttached::Tcx => ", tc ingress/egress as TCX",
+            TcAttached::Clsact => ", tc ingress/egress on a clsact qdisc",
+            TcAttached::Unavailable(_) => "",
+        },
+    );
+    if let TcAttached::Unavailable(why) = &how.tc {
+        eprintln!("rxsteer: {why}");
     }
-}
-
-/// One JSON line: the sample plus what was observed and how.
-#[derive(Serialize)]
-struct Line<'a> {
-    iface: &'a str,
-    #[serde(flatten)]
-    how: &'a Observed,
-    #[serde(flatten)]
-    sample: &'a Sample,
+    if how.xdp_mode == XdpMode::Skb {
+        if asked == XdpModeChoice::Auto {
+            eprintln!("rxsteer: --xdp-mode auto: {iface} has no native XDP, so skb mode");
+        }
+        eprintln!("rxsteer: {}", XdpMode::Skb.meaning());
+    }
 }
 
 pub fn run(args: &TopArgs) -> Result<()> {
@@ -136,7 +119,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
         xdp_frags: frags,
         tc: dp.attach_tc(&args.iface, args.tc)?,
     };
-    how.report(&args.iface, RX_ACCOUNT, args.xdp_mode, "none");
+    say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
 
     let counters = dp.take_counters()?;
     let output = Output {
@@ -263,14 +246,7 @@ fn print_json(
     while !stop.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(sample) => {
-                serde_json::to_writer(
-                    &mut out,
-                    &Line {
-                        iface,
-                        how,
-                        sample: &sample,
-                    },
-                )?;
+                serde_json::to_writer(&mut out, &SampleLine::new(iface, how, sample))?;
                 out.write_all(b"\n")?;
                 out.flush()?;
                 n += 1;

@@ -10,20 +10,14 @@ use crate::{
     iface, privilege,
     privilege::Cap,
 };
-use rxsteer_tune::{apply, profile, revert, show, sysctl, Profile, StateFile};
+use rxsteer_records::Mode;
+use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProfileArg {
-    Rps,
-    Cpumap,
-}
-
-impl From<ProfileArg> for Profile {
-    fn from(p: ProfileArg) -> Self {
-        match p {
-            ProfileArg::Rps => Profile::Rps,
-            ProfileArg::Cpumap => Profile::Cpumap,
-        }
+/// A profile that sets something: rps or cpumap.
+fn steering_profile(s: &str) -> Result<Mode, String> {
+    match s.parse::<Mode>() {
+        Ok(Mode::None) | Err(_) => Err(format!("{s:?} is not a profile: expected rps or cpumap")),
+        Ok(m) => Ok(m),
     }
 }
 
@@ -31,8 +25,9 @@ impl From<ProfileArg> for Profile {
 pub struct TuneTarget {
     #[arg(long)]
     pub iface: String,
-    #[arg(long, value_enum)]
-    pub profile: ProfileArg,
+    /// rps or cpumap (none is `tune revert`).
+    #[arg(long, value_parser = steering_profile)]
+    pub profile: Mode,
     /// CPUs RPS and XPS may use (default: every online CPU).
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
@@ -66,7 +61,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             iface::require_up(&target.iface)?;
             let input =
                 host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
-            let settings = profile(target.profile.into(), &input);
+            let settings = profile(target.profile, &input);
             if !dry_run {
                 privilege::require("rxsteer tune apply", TUNE_CAPS)?;
                 host::recover_crashed()?;
@@ -75,7 +70,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             let fresh = StateFile::new(
                 sysctl::netns_inode("self")?,
                 &target.iface,
-                Profile::from(target.profile).name(),
+                target.profile.as_str(),
                 None,
             );
             let plan = apply(&settings, &host::state_path()?, fresh, *dry_run)?;
@@ -109,7 +104,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             let input =
                 host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
             let state = StateFile::load(&host::state_path()?)?;
-            let plan = show(&profile(target.profile.into(), &input), state.as_ref())?;
+            let plan = show(&profile(target.profile, &input), state.as_ref())?;
             writeln!(
                 out,
                 "{:<44} {:<26} {:<26} snapshot",

@@ -19,7 +19,7 @@ use std::{
 };
 
 use crate::{
-    dataplane::AttachedMode,
+    dataplane::XdpMode,
     sampler::{CpuSample, Sample},
 };
 
@@ -65,7 +65,7 @@ impl Drop for TerminalGuard {
 pub fn run(
     rx: &mpsc::Receiver<Sample>,
     iface: &str,
-    mode: AttachedMode,
+    mode: XdpMode,
     count: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<()> {
@@ -99,7 +99,7 @@ pub fn is_quit(e: &Event) -> bool {
     k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
 }
 
-fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMode) {
+fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: XdpMode) {
     let [title, meaning, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -114,7 +114,7 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: AttachedMo
     });
     f.render_widget(
         Line::from(vec![
-            Span::from(format!(" rxsteer top  {iface}  XDP {mode}")).bold(),
+            Span::from(format!(" rxsteer top  {iface}  XDP {}", mode.long_name())).bold(),
             Span::from(errors).red(),
             Span::from("   q: quit").dim(),
         ]),
@@ -252,7 +252,7 @@ mod tests {
         }
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
-        t.draw(|f| draw(f, &history, "veth0", AttachedMode::Skb))
+        t.draw(|f| draw(f, &history, "veth0", XdpMode::Skb))
             .unwrap();
         let text: String = t
             .backend()

@@ -4,7 +4,7 @@ mod common;
 
 use common::{echo_server, lab, online_cpus, tcp_exchanges, udp_burst};
 use rxsteer::{
-    dataplane::{AttachedMode, Counters, Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
+    dataplane::{Counters, Dataplane, PortConfig, XdpMode, XdpModeChoice, RX_ACCOUNT},
     procfs,
 };
 use rxsteer_common::SOFTIRQ_NET_RX;
@@ -19,7 +19,7 @@ fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
             let mut dp = Dataplane::load(&PortConfig::default())?;
             dp.attach_tracepoints()?;
             let mode = dp.attach_xdp(RX_ACCOUNT, false, &dev, XdpModeChoice::Drv)?;
-            assert_eq!(mode, AttachedMode::Drv, "veth supports native XDP");
+            assert_eq!(mode, XdpMode::Drv, "veth supports native XDP");
             let counters = dp.take_counters()?;
             Ok((dp, counters))
         })

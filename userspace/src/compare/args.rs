@@ -7,23 +7,7 @@ use crate::{
     dataplane::{FragsChoice, XdpModeChoice},
     top::parse_interval,
 };
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    None,
-    Rps,
-    Cpumap,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::None => "none",
-            Mode::Rps => "rps",
-            Mode::Cpumap => "cpumap",
-        }
-    }
-}
+use rxsteer_records::{LoaderIo, Mode, Proto, Scenario};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
 /// frags-aware programs.
@@ -93,62 +77,10 @@ pub enum SteerArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Proto {
-    Http,
-    Zap,
-}
-
-impl Proto {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Proto::Http => "http",
-            Proto::Zap => "zap",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProtoArg {
     Http,
     Zap,
     Both,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scenario {
-    Health,
-    Rpc,
-    Echo,
-    /// A POST of --body-size bytes (default 64 KiB) answered with its byte count: the
-    /// receiving side is the limit, as with the seed's single RX core.
-    Upload,
-}
-
-impl Scenario {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scenario::Health => "health",
-            Scenario::Rpc => "rpc",
-            Scenario::Echo => "echo",
-            Scenario::Upload => "upload",
-        }
-    }
-}
-
-/// rxload's `--io`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LoaderIo {
-    Tokio,
-    Uring,
-}
-
-impl LoaderIo {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoaderIo::Tokio => "tokio",
-            LoaderIo::Uring => "uring",
-        }
-    }
 }
 
 #[derive(clap::Args, Debug)]

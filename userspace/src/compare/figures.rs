@@ -2,11 +2,15 @@
 //! window (samples tagged `measure`), and the environment the run had. Everything stored in
 //! run.json comes through here.
 use anyhow::Result;
-use serde_json::{json, Value};
+use rxsteer_records::{
+    breakdown::{self, Claims, TimeSplit},
+    run::{imbalance, Build, Environment, Nic, Row},
+    LoadResult, Phase, TcAttached,
+};
 use std::{io::Write, path::Path};
 
-use super::{watch::Tagged, Arm, Proto};
-use crate::breakdown::{self, Claims, TimeSplit};
+use super::{watch::Tagged, Arm};
+use rxsteer_records::Proto;
 
 /// Per-CPU rates over the measured samples, and totals of the things that go wrong.
 #[derive(Default, Debug, PartialEq)]
@@ -32,10 +36,13 @@ pub struct CpuFigures {
 }
 
 pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
-    let measured: Vec<&Tagged> = tagged.iter().filter(|t| t.phase == "measure").collect();
+    let measured: Vec<&Tagged> = tagged
+        .iter()
+        .filter(|t| t.phase == Phase::Measure)
+        .collect();
     let n = measured
         .iter()
-        .map(|t| t.raw.sample.cpus.len())
+        .map(|t| t.line.sample.cpus.len())
         .max()
         .unwrap_or(0);
     let mut f = CpuFigures {
@@ -51,7 +58,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         ..Default::default()
     };
     for t in &measured {
-        let s = &t.raw.sample;
+        let s = &t.line.sample;
         f.seconds += s.interval_s;
         f.redirect_err += s.redirect_err;
         for (i, c) in s.cpus.iter().enumerate() {
@@ -63,7 +70,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
                 &Claims {
                     net_rx,
                     other_softirq: c.softirq_ns.iter().sum::<u64>().saturating_sub(net_rx),
-                    receive_kthread: c.cpumap_kthread_ns + c.napi_kthread_ns,
+                    receive_kthread: c.kthread_ns(),
                     loader_kthread: c.other_napi_kthread_ns,
                     server: on(&t.procs.server),
                     loader: on(&t.procs.loader),
@@ -74,7 +81,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
             f.loader_napi_ms_per_s[i] += c.other_napi_kthread_ns as f64 / 1e6;
             f.receive_ms_per_s[i] += c.receive_ns() as f64 / 1e6;
             f.net_rx_ms_per_s[i] += c.net_rx_ns as f64 / 1e6;
-            f.kthread_ms_per_s[i] += (c.cpumap_kthread_ns + c.napi_kthread_ns) as f64 / 1e6;
+            f.kthread_ms_per_s[i] += c.kthread_ns() as f64 / 1e6;
             f.packets_per_s[i] += c.packets as f64;
             f.arrived_per_s[i] += c.arrived_packets as f64;
             f.enqueue_drops += c.enqueue_drops;
@@ -104,32 +111,17 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
     f
 }
 
-/// How unevenly receive work was spread: the busiest CPU over the mean of the CPUs that did
-/// any (1.0 = even; N = all of it on one of N CPUs).
-pub fn imbalance(receive: &[f64]) -> f64 {
-    let busy: Vec<f64> = receive.iter().copied().filter(|&x| x > 0.0).collect();
-    if busy.is_empty() {
-        return 0.0;
-    }
-    let mean = receive.iter().sum::<f64>() / receive.len() as f64;
-    let max = busy.iter().copied().fold(0.0, f64::max);
-    (max / mean * 100.0).round() / 100.0
-}
-
 /// One row of run.json.
-pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&Value>, tagged: &[Tagged]) -> Value {
+pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: &[Tagged]) -> Row {
     let f = cpu_figures(tagged);
-    // How attach ran (from its sample lines): XDP mode, frags, tc.
-    let attached = |k: &str| {
-        tagged
-            .first()
-            .map_or(Value::Null, |t| t.raw.json[k].clone())
-    };
+    // How attach ran, from its first sample line: XDP mode, frags, tc.
+    let first = tagged.first().map(|t| &t.line);
+    let tc = first.and_then(|l| l.tc.clone());
     let cpu_ids: Vec<u32> = tagged
         .iter()
-        .find(|t| t.phase == "measure")
+        .find(|t| t.phase == Phase::Measure)
         .map_or(vec![], |t| {
-            t.raw.sample.cpus.iter().map(|c| c.cpu).collect()
+            t.line.sample.cpus.iter().map(|c| c.cpu).collect()
         });
     let verdict = breakdown::verdict(
         &cpu_ids
@@ -138,43 +130,55 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&Value>, tagged: &[Tag
             .zip(f.time.iter().copied())
             .collect::<Vec<_>>(),
     );
-    let q = |k: &str| load.map_or(Value::Null, |l| l["latency_us"]["quantiles"][k].clone());
-    let errors = load.map_or(Value::Null, |l| l["errors"].clone());
-    let error_total: u64 = errors
-        .as_object()
-        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
-    let tc_ran = matches!(attached("tc"), Value::String(ref s) if s == "tcx");
-    json!({
-        "rep": rep, "arm": arm.key(), "mode": arm.mode.as_str(), "proto": proto.as_str(),
-        "xdp_mode": attached("xdp_mode"), "xdp_mode_asked": arm.xdp.as_str(),
-        "xdp_frags": attached("xdp_frags"), "tc": attached("tc"),
-        "req_per_s": load.map_or(Value::Null, |l| l["req_per_s"].clone()),
-        "loaders": load.map_or(Value::Null, |l| l.get("loaders").cloned().unwrap_or(1.into())),
-        "requests": load.map_or(Value::Null, |l| l["requests"].clone()),
-        "p50_us": q("p50"), "p99_us": q("p99"), "p999_us": q("p99.9"), "max_us": q("max"),
-        "errors": errors, "error_total": error_total,
-        "client_allocs_per_request": load.map_or(Value::Null, |l| l["client"]["allocs_per_request"].clone()),
-        "measured_s": f.seconds,
-        "receive_ms_per_s": f.receive_ms_per_s, "net_rx_ms_per_s": f.net_rx_ms_per_s,
-        "kthread_ms_per_s": f.kthread_ms_per_s, "packets_per_s": f.packets_per_s,
-        "cpumap_arrived_per_s": f.arrived_per_s, "imbalance": imbalance(&f.receive_ms_per_s),
-        "stack_packets_per_s": if tc_ran { json!(f.stack_per_s) } else { Value::Null },
-        "tx_packets_per_s": if tc_ran { json!(f.tx_per_s) } else { Value::Null },
-        "loader_napi_ms_per_s": f.loader_napi_ms_per_s,
-        "time_ms_per_s": f.time, "verdict": verdict,
-        "redirect_err": f.redirect_err, "enqueue_drops": f.enqueue_drops, "cpumap_drops": f.cpumap_drops,
-        "softnet_dropped": f.softnet_dropped, "steer_fallback": f.steer_fallback,
-    })
+    let tc_ran = tc == Some(TcAttached::Tcx);
+    let q = load.map(|l| l.latency_us.quantiles);
+    Row {
+        rep,
+        arm: Some(arm.key()),
+        mode: arm.mode,
+        proto,
+        xdp_mode: first.and_then(|l| l.xdp_mode),
+        xdp_mode_asked: Some(arm.xdp.as_str().to_string()),
+        xdp_frags: first.and_then(|l| l.xdp_frags),
+        tc,
+        req_per_s: load.map(|l| l.req_per_s),
+        loaders: load.map(LoadResult::loader_count),
+        requests: load.map(|l| l.requests),
+        p50_us: q.map(|q| q.p50),
+        p99_us: q.map(|q| q.p99),
+        p999_us: q.map(|q| q.p999),
+        max_us: q.map(|q| q.max),
+        errors: load.map(|l| l.errors.clone()),
+        error_total: load.map_or(0, LoadResult::error_total),
+        client_allocs_per_request: load.map(|l| l.client.allocs_per_request),
+        measured_s: f.seconds,
+        imbalance: imbalance(&f.receive_ms_per_s),
+        receive_ms_per_s: f.receive_ms_per_s,
+        net_rx_ms_per_s: f.net_rx_ms_per_s,
+        kthread_ms_per_s: f.kthread_ms_per_s,
+        packets_per_s: f.packets_per_s,
+        cpumap_arrived_per_s: f.arrived_per_s,
+        stack_packets_per_s: tc_ran.then_some(f.stack_per_s),
+        tx_packets_per_s: tc_ran.then_some(f.tx_per_s),
+        loader_napi_ms_per_s: f.loader_napi_ms_per_s,
+        time_ms_per_s: Some(f.time),
+        verdict,
+        redirect_err: f.redirect_err,
+        enqueue_drops: f.enqueue_drops,
+        cpumap_drops: f.cpumap_drops,
+        softnet_dropped: f.softnet_dropped,
+        steer_fallback: f.steer_fallback,
+    }
 }
 
 /// The machine as the run found it: kernel, CPUs, load average.
-pub fn environment() -> Value {
+pub fn environment() -> Environment {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .map(|s| s.trim().to_string())
             .unwrap_or_default()
     };
-    let load: Vec<f64> = read("/proc/loadavg")
+    let loadavg: Vec<f64> = read("/proc/loadavg")
         .split_whitespace()
         .take(3)
         .filter_map(|x| x.parse().ok())
@@ -184,18 +188,23 @@ pub fn environment() -> Value {
         .find(|l| l.starts_with("model name") || l.starts_with("CPU part"))
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string());
-    json!({
-        "kernel": read("/proc/sys/kernel/osrelease"), "hostname": read("/proc/sys/kernel/hostname"),
-        "cpu_model": cpu_model,
-        "rxsteer": {"version": env!("CARGO_PKG_VERSION"), "git": env!("RXSTEER_GIT")},
-        "arch": std::env::consts::ARCH, "online_cpus": rxsteer_tune::cpus::online_cpus().map(|c| c.len()).unwrap_or(0),
-        "loadavg": load,
-        "at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-    })
+    Environment {
+        kernel: read("/proc/sys/kernel/osrelease"),
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpu_model,
+        rxsteer: Build {
+            version: env!("CARGO_PKG_VERSION").into(),
+            git: env!("RXSTEER_GIT").into(),
+        },
+        arch: std::env::consts::ARCH.into(),
+        online_cpus: rxsteer_tune::cpus::online_cpus().map_or(0, |c| c.len()),
+        loadavg,
+        at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    }
 }
 
 /// What the run's interface is: its driver and GRO state (ethtool, where the interface lives).
-pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Value {
+pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Nic {
     let ethtool = |args: &[&str]| -> String {
         super::session::command_at(ns, std::path::Path::new("ethtool"))
             .args(args)
@@ -208,19 +217,21 @@ pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Value {
             .find_map(|l| l.strip_prefix(key))
             .map(|v| v.trim().to_string())
     };
-    json!({
-        "driver": field(&ethtool(&["-i", dev]), "driver:"),
-        "gro": field(&ethtool(&["-k", dev]), "generic-receive-offload:"),
-    })
+    Nic {
+        driver: field(&ethtool(&["-i", dev]), "driver:"),
+        gro: field(&ethtool(&["-k", dev]), "generic-receive-offload:"),
+    }
 }
 
 /// The samples of one mode session, one JSON line each, tagged with phase (and protocol).
 pub fn store_samples(path: &Path, tagged: &[Tagged]) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     for t in tagged {
-        let mut v = t.raw.json.clone();
-        v["phase"] = t.phase.into();
-        serde_json::to_writer(&mut out, &v)?;
+        let line = rxsteer_records::SampleLine {
+            phase: Some(t.phase),
+            ..t.line.clone()
+        };
+        serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;
@@ -230,12 +241,10 @@ pub fn store_samples(path: &Path, tagged: &[Tagged]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        compare::session::RawSample,
-        sampler::{CpuSample, Sample},
-    };
+    use crate::sampler::{CpuSample, Sample};
+    use rxsteer_records::{load::Quantiles, SampleLine, XdpMode};
 
-    fn tagged(phase: &'static str, net_rx_ms: [u64; 2], kthread_ms: [u64; 2]) -> Tagged {
+    fn tagged(phase: Phase, net_rx_ms: [u64; 2], kthread_ms: [u64; 2]) -> Tagged {
         let mut s = Sample {
             interval_s: 0.5,
             redirect_err: 1,
@@ -250,11 +259,13 @@ mod tests {
                 ..Default::default()
             });
         }
-        let mut json = serde_json::to_value(&s).unwrap();
-        json["xdp_mode"] = "drv".into();
         Tagged {
             phase,
-            raw: RawSample { json, sample: s },
+            line: SampleLine {
+                xdp_mode: Some(XdpMode::Drv),
+                sample: s,
+                ..Default::default()
+            },
             procs: Default::default(),
         }
     }
@@ -262,9 +273,9 @@ mod tests {
     #[test]
     fn only_the_measured_window_counts() {
         let t = [
-            tagged("warmup", [400, 400], [400, 400]),
-            tagged("measure", [100, 0], [0, 200]),
-            tagged("measure", [100, 0], [0, 100]),
+            tagged(Phase::Warmup, [400, 400], [400, 400]),
+            tagged(Phase::Measure, [100, 0], [0, 200]),
+            tagged(Phase::Measure, [100, 0], [0, 100]),
         ];
         let f = cpu_figures(&t);
         assert_eq!(f.seconds, 1.0);
@@ -273,11 +284,21 @@ mod tests {
         assert_eq!(f.receive_ms_per_s, [200.0, 300.0]);
         assert_eq!(f.packets_per_s, [2000.0, 2000.0]);
         assert_eq!(f.redirect_err, 2);
-        let load = json!({"req_per_s": 5000.0, "requests": 5000, "errors": {"read": 2, "connect": 1},
-            "latency_us": {"quantiles": {"p50": 10, "p99": 90, "p99.9": 120, "max": 300}},
-            "client": {"allocs_per_request": 0.0}});
+        let mut load = LoadResult {
+            req_per_s: 5000.0,
+            requests: 5000,
+            ..Default::default()
+        };
+        load.errors = [("read".to_string(), 2), ("connect".to_string(), 1)].into();
+        load.latency_us.quantiles = Quantiles {
+            p50: 10,
+            p99: 90,
+            p999: 120,
+            max: 300,
+            ..Default::default()
+        };
         let arm = Arm {
-            mode: super::super::Mode::Cpumap,
+            mode: rxsteer_records::Mode::Cpumap,
             xdp: crate::dataplane::XdpModeChoice::Skb,
             frags: crate::dataplane::FragsChoice::Auto,
             per_xdp_mode: true,
@@ -285,23 +306,14 @@ mod tests {
         };
         let r = row(1, arm, Proto::Zap, Some(&load), &t);
         assert_eq!(
-            (r["arm"].as_str(), r["xdp_mode_asked"].as_str()),
-            (Some("cpumap-skb"), Some("skb"))
+            (r.arm(), r.xdp_mode_asked.as_deref()),
+            ("cpumap-skb", Some("skb"))
         );
-        assert!(
-            r["stack_packets_per_s"].is_null(),
-            "no tc line: no tc figures"
-        );
-        assert_eq!(r["p99_us"], 90);
-        assert_eq!(r["error_total"], 3);
-        assert_eq!(r["xdp_mode"], "drv");
-        assert_eq!(r["imbalance"], 1.2);
-    }
-
-    #[test]
-    fn imbalance_of_even_and_one_sided_work() {
-        assert_eq!(imbalance(&[100.0, 100.0]), 1.0);
-        assert_eq!(imbalance(&[400.0, 0.0, 0.0, 0.0]), 4.0);
-        assert_eq!(imbalance(&[0.0, 0.0]), 0.0);
+        assert!(r.stack_packets_per_s.is_none(), "no tc line: no tc figures");
+        assert_eq!(r.p99_us, Some(90));
+        assert_eq!(r.error_total, 3);
+        assert_eq!(r.xdp_mode, Some(XdpMode::Drv));
+        assert_eq!(r.imbalance, 1.2);
+        assert_eq!(r.loaders, Some(1));
     }
 }

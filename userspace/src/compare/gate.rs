@@ -3,18 +3,11 @@
 //! while for the load to fall, then refuses; with `--force` it runs at once and every figure
 //! is marked as taken on a loaded machine.
 use anyhow::{bail, Result};
-use serde_json::Value;
+use rxsteer_records::run::Environment;
 use std::{
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
-
-/// "1-minute load average X on N CPUs" when it is above half the CPUs.
-pub fn busy(env: &Value) -> Option<String> {
-    let load = env["loadavg"][0].as_f64()?;
-    let cpus = env["online_cpus"].as_f64()?;
-    (load > cpus / 2.0).then(|| format!("the 1-minute load average is {load:.2} on {cpus} CPUs"))
-}
 
 /// Waits up to `patience` for a quiet machine. Ok(None): quiet. Ok(Some(mark)): loaded, run
 /// anyway (`force`), every figure marked. Err: still loaded, refused.
@@ -24,7 +17,7 @@ pub fn quiet_machine(force: bool, patience: Duration, stop: &AtomicBool) -> Resu
 
 /// [`quiet_machine`] with the reading of the machine given (tests give fixed ones).
 fn quiet_by(
-    read: impl Fn() -> Value,
+    read: impl Fn() -> Environment,
     force: bool,
     patience: Duration,
     stop: &AtomicBool,
@@ -32,7 +25,7 @@ fn quiet_by(
     let started = Instant::now();
     let mut said = false;
     loop {
-        let Some(why) = busy(&read()) else {
+        let Some(why) = read().busy() else {
             return Ok(None);
         };
         if force {
@@ -64,20 +57,19 @@ fn quiet_by(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    #[test]
-    fn busy_means_above_half_the_cpus() {
-        let env = json!({"loadavg": [1.5, 1.0, 1.0], "online_cpus": 2});
-        assert!(busy(&env).unwrap().contains("1.50 on 2 CPUs"));
-        assert_eq!(busy(&json!({"loadavg": [1.0], "online_cpus": 2})), None);
-        assert_eq!(busy(&json!({})), None);
+    fn env(load: f64) -> Environment {
+        Environment {
+            loadavg: vec![load],
+            online_cpus: 2,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn a_loaded_machine_is_refused_or_marked_and_a_quiet_one_runs() {
-        let loaded = || json!({"loadavg": [1.9], "online_cpus": 2});
-        let quiet = || json!({"loadavg": [0.3], "online_cpus": 2});
+        let loaded = || env(1.9);
+        let quiet = || env(0.3);
         let stop = AtomicBool::new(false);
         let e = quiet_by(loaded, false, Duration::ZERO, &stop).unwrap_err();
         assert!(

@@ -3,7 +3,7 @@
 //! over ssh (`--loader ssh://...`, several at once, merged), or by someone else (`--loader
 //! external`: rxsteer only observes for the measured time).
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use rxsteer_records::LoadResult;
 use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -14,9 +14,9 @@ use super::{
     merge::merge,
     session::{die_with_parent, HTTP_PORT, ZAP_PORT},
     ssh::{parse_dest, SshDest, SshLoaders},
-    LoaderIo, Proto, Scenario,
 };
 use crate::netns::Netns;
+use rxsteer_records::{LoaderIo, Proto, Scenario};
 use rxsteer_tune::cpus::format_cpu_list;
 
 pub enum Loader<'a> {
@@ -239,7 +239,7 @@ impl Loader<'_> {
 
     /// After the load: each rxload's exit checked, its result read (fetched and merged for
     /// ssh loaders), and the merged result stored as `spec.json`. None for an external load.
-    pub fn collect(&self, spec: &LoadSpec, children: &mut [Child]) -> Result<Option<Value>> {
+    pub fn collect(&self, spec: &LoadSpec, children: &mut [Child]) -> Result<Option<LoadResult>> {
         for (i, c) in children.iter_mut().enumerate() {
             let status = c.wait()?;
             if !status.success() {
@@ -300,7 +300,7 @@ fn stderr_of(child: &mut Child) -> String {
 }
 
 /// Reads rxload's JSON; a missing file means it never measured.
-fn read_result(json: &Path) -> Result<Value> {
+fn read_result(json: &Path) -> Result<LoadResult> {
     let bytes = std::fs::read(json).with_context(|| format!("reading {}", json.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not rxload's JSON", json.display()))

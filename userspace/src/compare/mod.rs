@@ -15,11 +15,14 @@ mod sites;
 mod ssh;
 mod watch;
 
-pub use args::{Arm, CompareArgs, LoaderIo, Mode, Proto, ProtoArg, Scenario, SteerArg, XdpArg};
+pub use args::{Arm, CompareArgs, ProtoArg, SteerArg, XdpArg};
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use rxsteer_records::{
+    run::{ratio_in, Environments, Setup},
+    Proto, Row, RunDoc,
+};
 use std::{
     io::IsTerminal,
     path::{Path, PathBuf},
@@ -34,7 +37,7 @@ use load::{LoadSpec, Loader};
 use rxsteer_tune::cpus::online_cpus;
 use screen::{Done, Screen};
 use session::ModeSession;
-use watch::Ended;
+use watch::{Ended, Event};
 
 /// The arm order of one repetition: rotated by one each time, so no arm always runs first
 /// (on a drifting machine the first slot is not like the last).
@@ -84,7 +87,7 @@ pub(super) fn measure(
     args: &CompareArgs,
     site: &Site,
     loader: &Loader,
-    setup: Value,
+    setup: Setup,
     caveat: Option<String>,
     dir: &Path,
     tui: bool,
@@ -93,7 +96,7 @@ pub(super) fn measure(
     let loaded = gate::quiet_machine(args.force, args.quiet_wait, stop)?;
     let env_before = figures::environment();
     let mut screen = Screen::new(tui, caveat.clone());
-    let mut rows: Vec<Value> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let modes = args.modes();
     let arms = args.arms();
     for rep in 0..args.reps {
@@ -138,7 +141,20 @@ pub(super) fn measure(
                     &spec.live,
                     &session.samples,
                     &mut clocks,
-                    &mut screen,
+                    &mut |e| match e {
+                        Event::Live(l) => {
+                            screen.on_live(l);
+                            Ok(false)
+                        }
+                        Event::Sample(s) => {
+                            screen.on_sample(&s.sample);
+                            if let Some(m) = s.xdp_mode {
+                                screen.on_attached(m);
+                            }
+                            Ok(false)
+                        }
+                        Event::Idle => screen.tick(),
+                    },
                     stop,
                     &mut tagged,
                 )?;
@@ -159,40 +175,51 @@ pub(super) fn measure(
                 session.stop()?;
                 figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
                 let row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
-                let (req_per_s, p99_us) = (
-                    row["req_per_s"].as_f64().unwrap_or(0.0),
-                    row["p99_us"].as_u64().unwrap_or(0),
-                );
+                let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
                 rows.push(row);
                 screen.on_done(Done {
                     label: label(proto),
                     req_per_s,
                     p99_us,
-                    ratio: crate::report::ratio_in(&rows, rep.into(), &arm.key(), proto.as_str()),
+                    ratio: ratio_in(&rows, rep, &arm.key(), proto),
                 });
             }
         }
     }
     drop(screen);
-    let doc = json!({
-        "setup": setup, "cpus": online_cpus()?.len(), "steer": modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
-        "arms": arms.iter().map(Arm::key).collect::<Vec<_>>(), "xdp_mode": format!("{:?}", args.xdp_mode).to_lowercase(),
-        "xdp_frags": format!("{:?}", args.xdp_frags).to_lowercase(), "body_size": args.body_size,
-        "protos": args.protos().iter().map(|p| p.as_str()).collect::<Vec<_>>(), "scenario": args.scenario.as_str(),
-        "seconds": args.duration.as_secs_f64(), "warmup_s": args.warmup.as_secs_f64(), "connections": args.connections,
-        "loader_io": args.loader_io.as_str(), "reps": args.reps, "caveat": caveat, "loaded_machine": loaded,
-        "environment": {"before": env_before, "after": figures::environment()},
-        "runs": rows,
-    });
+    let doc = RunDoc {
+        setup: Some(setup),
+        cpus: online_cpus()?.len(),
+        steer: modes,
+        arms: arms.iter().map(Arm::key).collect(),
+        xdp_mode: Some(format!("{:?}", args.xdp_mode).to_lowercase()),
+        xdp_frags: Some(format!("{:?}", args.xdp_frags).to_lowercase()),
+        body_size: args.body_size,
+        protos: args.protos(),
+        scenario: args.scenario,
+        seconds: args.duration.as_secs_f64(),
+        warmup_s: Some(args.warmup.as_secs_f64()),
+        connections: args.connections,
+        loader_io: Some(args.loader_io),
+        reps: args.reps,
+        caveat,
+        loaded_machine: loaded,
+        environment: Some(Environments {
+            before: env_before,
+            after: figures::environment(),
+        }),
+        roles: None,
+        runs: rows,
+    };
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
-    print!("{}", crate::report::summary(&doc)?);
-    crate::report::run(dir)?;
+    print!("{}", rxsteer_report::summary(&doc)?);
+    rxsteer_report::run(dir)?;
     index_run(dir, &doc)?;
     Ok(())
 }
 
 /// A run stored beside `results/README.md` gets a line in that index.
-fn index_run(dir: &Path, doc: &Value) -> Result<()> {
+fn index_run(dir: &Path, doc: &RunDoc) -> Result<()> {
     let Some(parent) = dir.parent() else {
         return Ok(());
     };
@@ -204,23 +231,19 @@ fn index_run(dir: &Path, doc: &Value) -> Result<()> {
     let command: Vec<String> = std::env::args().skip(1).collect();
     let what = format!(
         "the main job ({} over {}, {} repetitions{}{})",
-        doc["arms"].as_array().map_or(String::new(), |m| m
+        doc.arms.join(" / "),
+        doc.protos
             .iter()
-            .filter_map(Value::as_str)
+            .map(|p| p.as_str())
             .collect::<Vec<_>>()
-            .join(" / ")),
-        doc["protos"].as_array().map_or(String::new(), |p| p
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" and ")),
-        doc["reps"],
-        if doc["setup"]["kind"] == "iface" {
+            .join(" and "),
+        doc.reps,
+        if doc.is_iface() {
             ", on a real interface"
         } else {
             ", in the lab"
         },
-        if doc["loaded_machine"].is_string() {
+        if doc.loaded_machine.is_some() {
             "; LOADED MACHINE, figures marked"
         } else {
             ""
@@ -239,6 +262,7 @@ fn index_run(dir: &Path, doc: &Value) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rxsteer_records::Mode;
 
     #[test]
     fn mode_order_rotates() {

@@ -13,8 +13,8 @@ use ratatui::{
 };
 use std::{collections::VecDeque, time::Duration};
 
-use super::watch::LiveLine;
-use crate::{dataplane::AttachedMode, sampler::Sample, view};
+use crate::{dataplane::XdpMode, sampler::Sample, view};
+use rxsteer_records::LiveLine;
 
 const HISTORY: usize = 240;
 
@@ -91,20 +91,17 @@ impl Screen {
                 recv.join(" ")
             );
         }
-        self.live.push(l.clone());
+        self.live.push(*l);
     }
 
     /// The XDP mode attach reported running (the label carries what was asked), and what it
     /// means: on the screen's second line, or said once per change without one.
-    pub fn on_attached(&mut self, xdp_mode: &str) {
+    pub fn on_attached(&mut self, xdp_mode: XdpMode) {
         if self.label.contains(" ran ") {
             return;
         }
         self.label.push_str(&format!(" ran {xdp_mode}"));
-        let meaning = match xdp_mode {
-            "skb" => AttachedMode::Skb.meaning(),
-            _ => AttachedMode::Drv.meaning(),
-        };
+        let meaning = xdp_mode.meaning();
         if self.terminal.is_none() && self.meaning != Some(meaning) {
             eprintln!("rxsteer compare: XDP {meaning}");
         }
@@ -184,7 +181,7 @@ fn draw(
         Constraint::Min(0),
     ])
     .areas(right);
-    let last = live.last().cloned().unwrap_or_default();
+    let last = live.last().copied().unwrap_or_default();
     let rps_points: Vec<u64> = live.iter().map(|l| l.req_per_s as u64).collect();
     let p99_points: Vec<u64> = live.iter().map(|l| l.p99_us).collect();
     f.render_widget(
@@ -192,10 +189,10 @@ fn draw(
             .block(Block::bordered().title(format!(
                 "req/s now {:.0} ({}, errors {})",
                 last.req_per_s,
-                if last.phase.is_empty() {
+                if live.is_empty() {
                     "-"
                 } else {
-                    &last.phase
+                    last.phase.as_str()
                 },
                 last.errors
             )))
@@ -256,7 +253,7 @@ mod tests {
         }
         let history = VecDeque::from([s]);
         let live = [LiveLine {
-            phase: "measure".into(),
+            phase: rxsteer_records::Phase::Measure,
             req_per_s: 43210.0,
             p99_us: 777,
             ..Default::default()
@@ -272,7 +269,7 @@ mod tests {
             draw(
                 f,
                 "rep 1/3  cpumap  zap",
-                Some(AttachedMode::Skb.meaning()),
+                Some(XdpMode::Skb.meaning()),
                 &history,
                 &live,
                 &done,

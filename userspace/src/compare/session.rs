@@ -3,7 +3,6 @@
 //! each a child process in the server's namespace. A reader thread turns attach's JSON lines
 //! into samples for the watcher.
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 use std::{
     io::{BufRead, BufReader},
     path::Path,
@@ -12,8 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Arm, Mode, Proto, Site};
-use crate::sampler::Sample;
+use super::{Arm, Site};
+use rxsteer_records::SampleLine;
+use rxsteer_records::{Mode, Proto};
 use rxsteer_tune::cpus::format_cpu_list;
 
 pub const HTTP_PORT: u16 = 8080;
@@ -45,16 +45,10 @@ pub fn die_with_parent(c: &mut Command) {
     }
 }
 
-/// One attach sample: the line as attach printed it (stored) and its parsed form (drawn).
-pub struct RawSample {
-    pub json: Value,
-    pub sample: Sample,
-}
-
 pub struct ModeSession {
     attach: Child,
     serve: Child,
-    pub samples: mpsc::Receiver<RawSample>,
+    pub samples: mpsc::Receiver<SampleLine>,
 }
 
 impl ModeSession {
@@ -210,18 +204,15 @@ pub fn wait_for(child: &mut Child, needle: &str) -> Result<()> {
     }
 }
 
-fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<RawSample>> {
+fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<SampleLine>> {
     let out = attach.stdout.take().context("attach stdout")?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
-            let Ok(json) = serde_json::from_str::<Value>(&line) else {
+            let Ok(sample) = serde_json::from_str::<SampleLine>(&line) else {
                 continue;
             };
-            let Ok(sample) = serde_json::from_value::<Sample>(json.clone()) else {
-                continue;
-            };
-            if tx.send(RawSample { json, sample }).is_err() {
+            if tx.send(sample).is_err() {
                 break;
             }
         }

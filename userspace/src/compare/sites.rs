@@ -1,7 +1,7 @@
 //! Where a comparison runs: the embedded lab (namespaces, a one-queue veth, the NAPI thread
 //! pinned as the receive core) or a real interface on this host, each with its loader.
 use anyhow::Result;
-use serde_json::json;
+use rxsteer_records::run::{Setup, SiteKind};
 use std::{path::Path, sync::atomic::AtomicBool};
 
 use super::{
@@ -45,8 +45,11 @@ pub fn run_lab(
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }
     crate::host::remove_orphaned_state()?;
-    let caveat = roles.caveat(cpus);
-    eprintln!("rxsteer compare: the embedded lab: {}", roles.describe());
+    let caveat = rxsteer_records::small_machine_caveat(cpus);
+    eprintln!(
+        "rxsteer compare: the embedded lab: {}",
+        crate::lab::describe(roles)
+    );
     if let Some(c) = &caveat {
         eprintln!("rxsteer compare: note: {c}");
     }
@@ -69,9 +72,17 @@ pub fn run_lab(
         ns: &lab.veth.client,
         cpus: roles.loader_cpus.clone(),
     };
-    let setup = json!({"kind": "lab", "roles": roles, "iface": lab.veth.server_dev, "lab": lab.settings(roles),
-        "steer_targets": site.steer_targets, "qsize": 2048,
-        "nic": figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev)});
+    let setup = Setup {
+        kind: SiteKind::Lab,
+        iface: lab.veth.server_dev.clone(),
+        roles: Some(roles.clone()),
+        lab: Some(lab.settings(roles)),
+        server_cpus: None,
+        loader: None,
+        steer_targets: site.steer_targets.clone(),
+        qsize: 2048,
+        nic: figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev),
+    };
     let result = measure(args, &site, &loader, setup, caveat, dir, tui, stop);
     drop(lab);
     result?;
@@ -136,9 +147,17 @@ pub fn run_iface(
             site.target_ip
         );
     }
-    let setup = json!({"kind": "iface", "iface": iface, "server_cpus": site.server_cpus,
-        "steer_targets": site.steer_targets, "loader": loader.describe(), "qsize": 2048,
-        "nic": figures::iface_facts(None, iface)});
+    let setup = Setup {
+        kind: SiteKind::Iface,
+        iface: iface.into(),
+        roles: None,
+        lab: None,
+        server_cpus: Some(site.server_cpus.clone()),
+        loader: Some(loader.describe()),
+        steer_targets: site.steer_targets.clone(),
+        qsize: 2048,
+        nic: figures::iface_facts(None, iface),
+    };
     measure(args, &site, &loader, setup, None, dir, tui, stop)?;
     eprintln!("rxsteer compare: stored in {}", dir.display());
     Ok(())

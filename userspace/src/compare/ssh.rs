@@ -178,7 +178,7 @@ impl SshLoaders {
     }
 
     /// Fetches a remote JSON result.
-    pub fn fetch(&self, d: &SshDest, path: &str) -> Result<serde_json::Value> {
+    pub fn fetch(&self, d: &SshDest, path: &str) -> Result<rxsteer_records::LoadResult> {
         let text = self.run(d, &["cat", path], None)?;
         serde_json::from_str(&text)
             .with_context(|| format!("loader {d}: {path} is not rxload's JSON"))

@@ -1,9 +1,10 @@
 //! Follows one running load: rxload's live lines (tailed from its `--live` file) and attach's
 //! samples, each sample tagged with the phase the load was in when it arrived (`warmup` or
-//! `measure`), so per-CPU figures come from the measured window only. The screen is told of
-//! everything and may ask to stop (the user pressed q).
+//! `measure`), so per-CPU figures come from the measured window only. The caller is told of
+//! everything through a callback (the live screen draws it) and may ask to stop.
 use anyhow::Result;
-use serde::Deserialize;
+use rxsteer_records::{LiveLine, Phase, SampleLine};
+use serde::{Deserialize, Serialize};
 use std::{
     io::{BufRead, BufReader, Seek, SeekFrom},
     path::Path,
@@ -15,31 +16,28 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{screen::Screen, session::RawSample};
 use crate::cputime::ProcessClock;
-
-/// One of rxload's `--live` lines.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct LiveLine {
-    pub t_s: f64,
-    pub phase: String,
-    pub req_per_s: f64,
-    pub errors: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
-    pub max_us: u64,
-}
 
 /// A stored sample: attach's line, the phase it belongs to, and the server's and loader's
 /// CPU time per CPU over (about) the same interval.
 pub struct Tagged {
-    pub phase: &'static str,
-    pub raw: RawSample,
+    pub phase: Phase,
+    pub line: SampleLine,
     pub procs: ProcessNs,
 }
 
+/// What [`follow`] reports as it goes.
+pub enum Event<'a> {
+    /// One of rxload's live lines.
+    Live(&'a LiveLine),
+    /// One of attach's samples.
+    Sample(&'a SampleLine),
+    /// Nothing new; the caller may redraw or read its keys.
+    Idle,
+}
+
 /// ns per CPU id the server and the local loader processes ran, over one interval.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessNs {
     pub server: std::collections::BTreeMap<u32, u64>,
     pub loader: std::collections::BTreeMap<u32, u64>,
@@ -124,37 +122,39 @@ pub fn follow(
     load: &mut [Child],
     window: Duration,
     live_file: &Path,
-    samples: &mpsc::Receiver<RawSample>,
+    samples: &mpsc::Receiver<SampleLine>,
     clocks: &mut Clocks,
-    screen: &mut Screen,
+    on: &mut dyn FnMut(Event) -> Result<bool>,
     stop: &AtomicBool,
     tagged: &mut Vec<Tagged>,
 ) -> Result<Ended> {
     let start = Instant::now();
     let mut tail = Tail::new(live_file);
     // With no rxload of ours there is no warm-up line to wait for: all of it is measured.
-    let mut phase: &'static str = if load.is_empty() { "measure" } else { "warmup" };
+    let mut phase = if load.is_empty() {
+        Phase::Measure
+    } else {
+        Phase::Warmup
+    };
     loop {
+        let mut quit = false;
         for line in tail.lines() {
             if let Ok(l) = serde_json::from_str::<LiveLine>(&line) {
-                if l.phase == "measure" {
-                    phase = "measure";
+                if l.phase == Phase::Measure {
+                    phase = Phase::Measure;
                 }
-                screen.on_live(&l);
+                quit |= on(Event::Live(&l))?;
             }
         }
-        while let Ok(raw) = samples.try_recv() {
-            screen.on_sample(&raw.sample);
-            if let Some(m) = raw.json["xdp_mode"].as_str() {
-                screen.on_attached(m);
-            }
+        while let Ok(line) = samples.try_recv() {
+            quit |= on(Event::Sample(&line))?;
             tagged.push(Tagged {
                 phase,
-                raw,
+                line,
                 procs: clocks.take(),
             });
         }
-        if screen.tick()? || stop.load(Ordering::SeqCst) {
+        if quit || on(Event::Idle)? || stop.load(Ordering::SeqCst) {
             return Ok(Ended::Stopped);
         }
         let done = if load.is_empty() {
@@ -199,7 +199,7 @@ mod tests {
             r#"{"t_s":1.5,"phase":"measure","req_per_s":1000.0,"errors":0,"p50_us":80,"p99_us":400,"max_us":900}"#,
         )
         .unwrap();
-        assert_eq!(l.phase, "measure");
+        assert_eq!(l.phase, Phase::Measure);
         assert_eq!(l.p99_us, 400);
     }
 }

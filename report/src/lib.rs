@@ -1,20 +1,22 @@
 //! `rxsteer report DIR`: renders `report.md` and its SVG charts from the files a comparison
 //! stored (`run.json` and the samples), so a report can always be rebuilt from its directory.
-mod data;
+//! Reads the stored records through their types (`rxsteer-records`), every version of them.
 mod markdown;
 mod svg;
 
-pub use data::ratio_in;
-use data::{dims, label, of, proto_label};
 pub use markdown::{render, summary};
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use rxsteer_records::{
+    run::{arm_label, RunDoc},
+    SampleLine,
+};
 use std::path::Path;
 
 /// The per-CPU receive work over time of one arm's first repetition (every sample, the
 /// protocols one after the other), from its stored samples.
-fn heatmap_cells(dir: &Path, arm: &str, protos: &[String]) -> Vec<Vec<f64>> {
+fn heatmap_cells(dir: &Path, arm: &str, doc: &RunDoc) -> Vec<Vec<f64>> {
+    let (_, protos) = doc.dims();
     let text: String = protos
         .iter()
         .filter_map(|p| {
@@ -22,50 +24,44 @@ fn heatmap_cells(dir: &Path, arm: &str, protos: &[String]) -> Vec<Vec<f64>> {
         })
         .collect();
     text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|s| {
-            let secs = s["interval_s"].as_f64().unwrap_or(1.0).max(1e-9);
-            s["cpus"].as_array().map_or(vec![], |cs| {
-                cs.iter()
-                    .map(|c| {
-                        let f = |k: &str| c[k].as_f64().unwrap_or(0.0);
-                        (f("net_rx_ns") + f("cpumap_kthread_ns") + f("napi_kthread_ns"))
-                            / 1e6
-                            / secs
-                    })
-                    .collect()
-            })
+        .filter_map(|l| serde_json::from_str::<SampleLine>(l).ok())
+        .map(|l| {
+            let secs = l.sample.interval_s.max(1e-9);
+            l.sample
+                .cpus
+                .iter()
+                .map(|c| c.receive_ns() as f64 / 1e6 / secs)
+                .collect()
         })
         .collect()
 }
 
-/// Renders `DIR/report.md` and its SVGs from `DIR/run.json` and the samples.
-pub fn run(dir: &Path) -> Result<()> {
+/// Reads `DIR/run.json`.
+pub fn read(dir: &Path) -> Result<RunDoc> {
     let path = dir.join("run.json");
-    let run: Value = serde_json::from_slice(
+    serde_json::from_slice(
         &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
     )
-    .with_context(|| format!("{} is not a comparison's run.json", path.display()))?;
-    let md = render(&run)?;
-    let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (arms, protos) = dims(&run);
-    let collect = |key: &str| -> Vec<Vec<Vec<f64>>> {
+    .with_context(|| format!("{} is not a comparison's run.json", path.display()))
+}
+
+/// Renders `DIR/report.md` and its SVGs from `DIR/run.json` and the samples.
+pub fn run(dir: &Path) -> Result<()> {
+    let doc = read(dir)?;
+    let md = render(&doc)?;
+    let (arms, protos) = doc.dims();
+    let collect = |figure: fn(&rxsteer_records::Row) -> Option<f64>| -> Vec<Vec<Vec<f64>>> {
         protos
             .iter()
-            .map(|p| {
+            .map(|&p| {
                 arms.iter()
-                    .map(|a| {
-                        of(rows, a, p)
-                            .iter()
-                            .filter_map(|r| r[key].as_f64())
-                            .collect()
-                    })
+                    .map(|a| doc.of(a, p).into_iter().filter_map(figure).collect())
                     .collect()
             })
             .collect()
     };
-    let groups: Vec<&str> = protos.iter().map(|p| proto_label(p)).collect();
-    let labels: Vec<String> = arms.iter().map(|a| label(a)).collect();
+    let groups: Vec<&str> = protos.iter().map(|p| p.label()).collect();
+    let labels: Vec<String> = arms.iter().map(|a| arm_label(a)).collect();
     let names: Vec<&str> = labels.iter().map(String::as_str).collect();
     std::fs::write(
         dir.join("throughput.svg"),
@@ -74,7 +70,7 @@ pub fn run(dir: &Path) -> Result<()> {
             "req/s",
             &groups,
             &names,
-            &collect("req_per_s"),
+            &collect(|r| r.req_per_s),
         ),
     )?;
     std::fs::write(
@@ -84,26 +80,26 @@ pub fn run(dir: &Path) -> Result<()> {
             "p99 us",
             &groups,
             &names,
-            &collect("p99_us"),
+            &collect(|r| r.p99_us.map(|v| v as f64)),
         ),
     )?;
     for a in &arms {
         let title = format!(
             "{}: receive work per CPU over time (repetition 0)",
-            label(a)
+            arm_label(a)
         );
         std::fs::write(
             dir.join(format!("heatmap-{a}.svg")),
-            svg::heatmap(&title, &heatmap_cells(dir, a, &protos)),
+            svg::heatmap(&title, &heatmap_cells(dir, a, &doc)),
         )?;
-        let bars = markdown::time_rows(rows, a, &protos);
+        let bars = markdown::time_rows(&doc, a);
         if !bars.is_empty() {
             std::fs::write(
                 dir.join(format!("time-{a}.svg")),
                 svg::stacked(
                     &format!(
                         "{}: where each CPU's time went (ms/s, mean of repetitions)",
-                        label(a)
+                        arm_label(a)
                     ),
                     &bars,
                 ),
@@ -118,6 +114,12 @@ pub fn run(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use serde_json::Value;
+
+    fn doc(v: Value) -> RunDoc {
+        serde_json::from_value(v).unwrap()
+    }
 
     fn row(rep: u64, mode: &str, proto: &str, rps: f64, recv: [f64; 2]) -> Value {
         serde_json::json!({"rep": rep, "mode": mode, "proto": proto, "req_per_s": rps, "p99_us": 900,
@@ -137,7 +139,7 @@ mod tests {
 
     #[test]
     fn renders_ratios_per_protocol_and_the_receive_table() {
-        let md = render(&run()).unwrap();
+        let md = render(&doc(run().clone())).unwrap();
         assert!(
             md.contains("### HTTP/1.1") && md.contains("### ZAP"),
             "{md}"
@@ -164,7 +166,7 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("![req/s](throughput.svg)") && md.contains("heatmap-cpumap.svg"));
-        assert!(render(&serde_json::json!({})).is_err());
+        assert!(render(&doc(serde_json::json!({}))).is_err());
     }
 
     #[test]
@@ -172,7 +174,7 @@ mod tests {
         let v = serde_json::json!({"cpus": 2, "seconds": 4, "connections": 32,
             "roles": {"rx_cpu": 0, "server_cpus": [1], "loader_cpus": [0]},
             "runs": [{"rep": 0, "mode": "none", "req_per_s": 100.0, "p99_us": 900, "receive_ms_per_s": [1.0, 2.0]}]});
-        let md = render(&v).unwrap();
+        let md = render(&doc(v.clone())).unwrap();
         assert!(md.contains("4 s measured per load, 32 connections"), "{md}");
         assert!(md.contains("**An older lab.**"), "{md}");
         assert!(md.contains("receive (NAPI) CPU 0, server CPUs [1]"), "{md}");
@@ -185,17 +187,19 @@ mod tests {
         r["loaded_machine"] =
             "taken on a loaded machine (the 1-minute load average is 1.90 on 2 CPUs at the start)"
                 .into();
-        let md = render(&r).unwrap();
+        let md = render(&doc(r.clone())).unwrap();
         assert!(
             md.contains("> **Every figure here was taken on a loaded machine"),
             "{md}"
         );
-        assert!(!render(&run()).unwrap().contains("loaded machine"));
+        assert!(!render(&doc(run().clone()))
+            .unwrap()
+            .contains("loaded machine"));
     }
 
     #[test]
     fn summary_gives_each_ratio_once() {
-        let s = summary(&run()).unwrap();
+        let s = summary(&doc(run().clone())).unwrap();
         assert!(s.contains("rep 0 ZAP: untuned 120 req/s; RPS/RFS/XPS 60 req/s (0.50x); XDP cpumap 90 req/s (0.75x);"), "{s}");
         assert!(s.contains("ratios to untuned, same repetition"));
     }
@@ -204,12 +208,12 @@ mod tests {
     fn one_mode_alone_shows_plain_req_per_s() {
         let v =
             serde_json::json!({"cpus": 2, "runs": [row(0, "cpumap", "http", 70.0, [1.0, 2.0])]});
-        let md = render(&v).unwrap();
+        let md = render(&doc(v.clone())).unwrap();
         assert!(
             md.contains("| XDP cpumap req/s |") && md.contains("| 0 | 70 |"),
             "{md}"
         );
-        assert!(!summary(&v).unwrap().contains("ratios"));
+        assert!(!summary(&doc(v.clone())).unwrap().contains("ratios"));
     }
 
     #[test]
@@ -218,13 +222,15 @@ mod tests {
         r["req_per_s"] = Value::Null;
         r["p99_us"] = Value::Null;
         let v = serde_json::json!({"cpus": 2, "runs": [r]});
-        assert!(summary(&v)
+        assert!(summary(&doc(v.clone()))
             .unwrap()
             .contains("XDP cpumap observed (external load, no req/s)"));
         assert!(
-            render(&v).unwrap().contains("| 0 | - | - | 0 |"),
+            render(&doc(v.clone()))
+                .unwrap()
+                .contains("| 0 | - | - | 0 |"),
             "{}",
-            render(&v).unwrap()
+            render(&doc(v.clone())).unwrap()
         );
     }
 

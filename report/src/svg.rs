@@ -14,8 +14,8 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-use super::data::median;
-use crate::breakdown::{TimeSplit, PARTS};
+use rxsteer_records::breakdown::{TimeSplit, PARTS};
+use rxsteer_records::run::median;
 
 /// The axis top and tick step for data up to `top`: the smallest step of 1, 2 or 5 x 10^k
 /// that needs at most 8 ticks.

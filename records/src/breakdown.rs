@@ -19,7 +19,7 @@
 //! tick per interval).
 use serde::{Deserialize, Serialize};
 
-use crate::cputime::CpuTimes;
+use crate::sample::CpuTimes;
 
 /// One CPU's time by what it was spent on. In ns for one interval, or in ms per second of
 /// the measured window (`rate`).

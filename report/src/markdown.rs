@@ -1,36 +1,46 @@
 //! The report page (markdown) and the short summary a run prints at its end.
-use anyhow::{Context, Result};
-use serde_json::Value;
+use anyhow::{bail, Result};
+use rxsteer_records::{
+    breakdown::{TimeSplit, PARTS, SATURATED},
+    run::{
+        arm_label as label, base_arm as base, find, mean_per_cpu, median, range, ratio_in,
+        split_arm,
+    },
+    Mode, Proto, Row, RunDoc, XdpMode,
+};
 use std::fmt::Write;
 
-use super::data::{
-    arm_of, base, dims, find, label, mean_per_cpu, median, of, proto_label, range, ratio_in,
-    ratios, reps, split,
-};
-use crate::{
-    breakdown::{TimeSplit, Verdict, PARTS},
-    dataplane::AttachedMode,
-};
+fn is_untuned(arm: &str) -> bool {
+    split_arm(arm).0 == Mode::None
+}
+
+fn has_runs(run: &RunDoc) -> Result<()> {
+    if run.runs.is_empty() {
+        bail!("run.json has no runs");
+    }
+    Ok(())
+}
 
 /// An arm whose req/s spread (max/min over repetitions) is above this is marked noisy.
 const NOISY: f64 = 1.5;
 
 /// The few lines printed at the end of a run.
-pub fn summary(run: &Value) -> Result<String> {
-    let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (arms, protos) = dims(run);
+pub fn summary(run: &RunDoc) -> Result<String> {
+    has_runs(run)?;
+    let rows = &run.runs;
+    let (arms, protos) = run.dims();
     let mut o = String::new();
-    for rep in 0..reps(rows) {
-        for p in &protos {
-            write!(o, "rep {rep} {}:", proto_label(p))?;
+    for rep in 0..run.reps() {
+        for &p in &protos {
+            write!(o, "rep {rep} {}:", p.label())?;
             for a in &arms {
                 if let Some(r) = find(rows, rep, a, p) {
-                    let Some(rps) = r["req_per_s"].as_f64() else {
+                    let Some(rps) = r.req_per_s else {
                         write!(o, " {} observed (external load, no req/s);", label(a))?;
                         continue;
                     };
                     write!(o, " {} {rps:.0} req/s", label(a))?;
-                    if split(a).0 != "none" {
+                    if !is_untuned(a) {
                         if let Some(x) = ratio_in(rows, rep, a, p) {
                             write!(o, " ({x:.2}x)")?;
                         }
@@ -41,7 +51,7 @@ pub fn summary(run: &Value) -> Result<String> {
             writeln!(o)?;
         }
     }
-    if arms.iter().any(|a| split(a).0 == "none") && arms.len() > 1 {
+    if arms.iter().any(|a| is_untuned(a)) && arms.len() > 1 {
         writeln!(
             o,
             "(ratios to untuned, same repetition, protocol and variant)"
@@ -51,10 +61,11 @@ pub fn summary(run: &Value) -> Result<String> {
 }
 
 /// The report's markdown for a run.
-pub fn render(run: &Value) -> Result<String> {
-    let rows = run["runs"].as_array().context("run.json has no runs")?;
-    let (arms, protos) = dims(run);
-    let cpus = run["cpus"].as_u64().unwrap_or(0) as usize;
+pub fn render(run: &RunDoc) -> Result<String> {
+    has_runs(run)?;
+    let rows = &run.runs;
+    let (arms, protos) = run.dims();
+    let cpus = run.cpus;
     let mut o = String::new();
     writeln!(
         o,
@@ -64,96 +75,93 @@ pub fn render(run: &Value) -> Result<String> {
             .collect::<Vec<_>>()
             .join(" vs ")
     )?;
-    let setup = &run["setup"];
-    let where_ = if setup["kind"] == "iface" {
+    let setup = run.setup.clone().unwrap_or_default();
+    let where_ = if run.is_iface() {
         format!(
-            "interface `{}`, server CPUs {}, steering targets {}, load: {}",
-            setup["iface"].as_str().unwrap_or("?"),
-            setup["server_cpus"],
-            setup["steer_targets"],
-            setup["loader"].as_str().unwrap_or("?")
+            "interface `{}`, server CPUs {:?}, steering targets {:?}, load: {}",
+            setup.iface,
+            setup.server_cpus.unwrap_or_default(),
+            setup.steer_targets,
+            setup.loader.as_deref().unwrap_or("?")
         )
     } else {
-        // Runs stored before `setup` existed keep their roles at the top level.
-        let r = if setup.is_null() {
-            &run["roles"]
-        } else {
-            &setup["roles"]
-        };
+        let r = run.roles().cloned().unwrap_or_default();
         format!(
-            "the embedded veth lab: receive (NAPI) CPU {}, server CPUs {}, loader CPUs {}",
-            r["rx_cpu"], r["server_cpus"], r["loader_cpus"]
+            "the embedded veth lab: receive (NAPI) CPU {}, server CPUs {:?}, loader CPUs {:?}",
+            r.rx_cpu, r.server_cpus, r.loader_cpus
         )
     };
     writeln!(
         o,
         "`{}` scenario over {}, {} s measured per load{}, {} connections, {} repetitions (mode order rotated); {where_}.\n",
-        run["scenario"].as_str().unwrap_or("health"),
-        protos.iter().map(|p| proto_label(p)).collect::<Vec<_>>().join(" and "),
-        run["seconds"],
+        run.scenario,
+        protos.iter().map(|p| p.label()).collect::<Vec<_>>().join(" and "),
+        run.seconds,
         // Runs stored before the warm-up was recorded leave it out rather than print null.
-        run["warmup_s"].as_f64().map_or(String::new(), |w| format!(" after {w} s of warm-up")),
-        run["connections"],
-        reps(rows)
+        run.warmup_s.map_or(String::new(), |w| format!(" after {w} s of warm-up")),
+        run.connections,
+        run.reps()
     )?;
-    let env = &run["environment"];
-    if !env.is_null() {
+    if let Some(env) = &run.environment {
+        let load1 = |e: &rxsteer_records::run::Environment| {
+            e.loadavg.first().map_or("?".to_string(), |l| l.to_string())
+        };
         writeln!(
             o,
             "Machine: {} CPUs, {} kernel {}; 1-minute load average {} before and {} after.\n",
-            env["before"]["online_cpus"],
-            env["before"]["arch"].as_str().unwrap_or("?"),
-            env["before"]["kernel"].as_str().unwrap_or("?"),
-            env["before"]["loadavg"][0],
-            env["after"]["loadavg"][0]
+            env.before.online_cpus,
+            env.before.arch,
+            env.before.kernel,
+            load1(&env.before),
+            load1(&env.after)
         )?;
     }
     // Derived from the CPU count, not the stored text: the same caveat for every run.
-    if let Some(c) = run["caveat"]
-        .as_str()
-        .and(crate::lab::small_machine_caveat(cpus.max(1)))
+    if let Some(c) = run
+        .caveat
+        .as_ref()
+        .and(rxsteer_records::small_machine_caveat(cpus.max(1)))
     {
         writeln!(o, "> **Note:** {c}.\n")?;
     }
-    if setup["kind"] != "iface" && setup["lab"].is_null() {
+    if !run.is_iface() && setup.lab.is_none() {
         writeln!(
             o,
             "> **An older lab.** This run predates the lab receiving the replies on the loader's side (TSO off on the server veth, threaded NAPI on the loader veth): the loader's receive of every reply ran as NET_RX on the server CPU and is counted here as that CPU's receive work.\n"
         )?;
     }
-    if run["loader_io"] == "uring" {
+    if run.loader_io == Some(rxsteer_records::LoaderIo::Uring) {
         writeln!(
             o,
             "> rxload ran on io_uring (`--loader-io uring`): less load-generator CPU per request, and a response may be timed up to 100 us late, so p99 reads high by up to that much.\n"
         )?;
     }
-    if let Some(m) = run["loaded_machine"].as_str() {
+    if let Some(m) = &run.loaded_machine {
         writeln!(
             o,
             "> **Every figure here was {m}** (run with --force): other work was timed too.\n"
         )?;
     }
-    let nic = &setup["nic"];
-    if !nic.is_null() {
+    if let (Some(s), Some(env)) = (&run.setup, &run.environment) {
         writeln!(
             o,
             "Interface driver {}, GRO {}, cpumap ring {} frames per CPU; rxsteer {} ({}).\n",
-            nic["driver"].as_str().unwrap_or("?"),
-            nic["gro"].as_str().unwrap_or("?"),
-            setup["qsize"],
-            env["before"]["rxsteer"]["version"].as_str().unwrap_or("?"),
-            env["before"]["rxsteer"]["git"].as_str().unwrap_or("?")
+            s.nic.driver.as_deref().unwrap_or("?"),
+            s.nic.gro.as_deref().unwrap_or("?"),
+            s.qsize,
+            env.before.rxsteer.version,
+            env.before.rxsteer.git
         )?;
     }
     xdp_section(&mut o, rows)?;
     writeln!(o, "## Throughput per repetition\n")?;
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
     let has_base = |a: &str| arms.contains(&base(a));
-    for p in &protos {
-        writeln!(o, "### {}\n", proto_label(p))?;
+    for &p in &protos {
+        writeln!(o, "### {}\n", p.label())?;
         write!(o, "| repetition |")?;
         for a in &arms {
-            if split(a).0 == "none" || !has_base(a) {
+            if is_untuned(a) || !has_base(a) {
                 write!(o, " {} req/s |", label(a))?;
             } else {
                 write!(o, " {} / untuned |", label(a))?;
@@ -168,32 +176,32 @@ pub fn render(run: &Value) -> Result<String> {
                 .join(" / ")
         )?;
         writeln!(o, "|---|{}---|---|", "---|".repeat(arms.len()))?;
-        for rep in 0..reps(rows) {
+        for rep in 0..run.reps() {
             write!(o, "| {rep} |")?;
             let mut p99 = Vec::new();
             let mut errors = 0;
             for a in &arms {
                 let r = find(rows, rep, a, p);
-                let Some(rps) = r.and_then(|r| r["req_per_s"].as_f64()) else {
+                let Some(rps) = r.and_then(|r| r.req_per_s) else {
                     // An external load: observed, not measured here.
                     write!(o, " - |")?;
                     p99.push("-".into());
                     continue;
                 };
-                p99.push(r.map_or("-".into(), |r| r["p99_us"].to_string()));
-                errors += r.and_then(|r| r["error_total"].as_u64()).unwrap_or(0);
-                match (split(a).0, ratio_in(rows, rep, a, p)) {
-                    ("none", _) | (_, None) => write!(o, " {rps:.0} |")?,
+                p99.push(
+                    r.and_then(|r| r.p99_us)
+                        .map_or("-".into(), |v| v.to_string()),
+                );
+                errors += r.map_or(0, |r| r.error_total);
+                match (is_untuned(a), ratio_in(rows, rep, a, p)) {
+                    (true, _) | (_, None) => write!(o, " {rps:.0} |")?,
                     (_, Some(x)) => write!(o, " {x:.2} |")?,
                 }
             }
             writeln!(o, " {} | {errors} |", p99.join(" / "))?;
         }
         for a in &arms {
-            let v: Vec<f64> = of(rows, a, p)
-                .iter()
-                .filter_map(|r| r["req_per_s"].as_f64())
-                .collect();
+            let v: Vec<f64> = run.of(a, p).iter().filter_map(|r| r.req_per_s).collect();
             let (lo, hi) = range(&v);
             if v.len() > 1 && hi > NOISY * lo {
                 writeln!(
@@ -205,8 +213,8 @@ pub fn render(run: &Value) -> Result<String> {
                 )?;
             }
         }
-        for a in arms.iter().filter(|a| split(a).0 != "none") {
-            let v = ratios(rows, a, p);
+        for a in arms.iter().filter(|a| !is_untuned(a)) {
+            let v = run.ratios(a, p);
             if !v.is_empty() {
                 let (lo, hi) = range(&v);
                 writeln!(
@@ -235,27 +243,26 @@ pub fn render(run: &Value) -> Result<String> {
         "---|".repeat(cpus)
     )?;
     for a in &arms {
-        for p in &protos {
-            let mine = of(rows, a, p);
-            let total = |k: &str| mine.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
-            let avg = |k: &str| {
-                mine.iter().filter_map(|r| r[k].as_f64()).sum::<f64>() / mine.len().max(1) as f64
-            };
-            write!(o, "| {} | {} |", label(a), proto_label(p))?;
-            for v in mean_per_cpu(&mine, "receive_ms_per_s", cpus) {
+        for &p in &protos {
+            let mine = run.of(a, p);
+            let total = |f: fn(&Row) -> u64| mine.iter().map(|r| f(r)).sum::<u64>();
+            write!(o, "| {} | {} |", label(a), p.label())?;
+            for v in mean_per_cpu(&mine, |r| Some(&r.receive_ms_per_s), cpus) {
                 write!(o, " {v:.0} |")?;
             }
-            let kthread: f64 = mean_per_cpu(&mine, "kthread_ms_per_s", cpus).iter().sum();
+            let kthread: f64 = mean_per_cpu(&mine, |r| Some(&r.kthread_ms_per_s), cpus)
+                .iter()
+                .sum();
             writeln!(
                 o,
                 " {kthread:.0} | {:.2} | {} | {} | {} | {} |",
-                avg("imbalance"),
-                total("redirect_err"),
-                total("enqueue_drops") + total("cpumap_drops"),
-                total("softnet_dropped"),
+                mine.iter().map(|r| r.imbalance).sum::<f64>() / mine.len().max(1) as f64,
+                total(|r| r.redirect_err),
+                total(|r| r.enqueue_drops) + total(|r| r.cpumap_drops),
+                total(|r| r.softnet_dropped),
                 mine.first()
-                    .and_then(|r| r["xdp_mode"].as_str())
-                    .unwrap_or("-")
+                    .and_then(|r| r.xdp_mode)
+                    .map_or("-", XdpMode::as_str)
             )?;
         }
     }
@@ -267,36 +274,33 @@ pub fn render(run: &Value) -> Result<String> {
             label(a)
         )?;
     }
-    witness_section(&mut o, rows, &arms, &protos, cpus)?;
-    time_section(&mut o, rows, &arms, &protos)?;
-    verdict_section(&mut o, rows, &arms, &protos)?;
+    witness_section(&mut o, run, &arms, &protos, cpus)?;
+    time_section(&mut o, run, &arms)?;
+    verdict_section(&mut o, run, &arms, &protos)?;
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
 }
 
 /// Which XDP modes ran, what each means for cpumap, and whether the frags programs ran.
-fn xdp_section(o: &mut String, rows: &[Value]) -> Result<()> {
-    let mut ran: Vec<(&str, bool)> = Vec::new();
+fn xdp_section(o: &mut String, rows: &[Row]) -> Result<()> {
+    let mut ran: Vec<(XdpMode, bool)> = Vec::new();
     for r in rows {
-        if let Some(m) = r["xdp_mode"].as_str() {
-            let frags = r["xdp_frags"].as_bool().unwrap_or(false);
+        if let Some(m) = r.xdp_mode {
+            let frags = r.xdp_frags.unwrap_or(false);
             if !ran.contains(&(m, frags)) {
                 ran.push((m, frags));
             }
         }
     }
-    if ran.is_empty() || rows.iter().all(|r| r["xdp_frags"].is_null()) {
+    if ran.is_empty() || rows.iter().all(|r| r.xdp_frags.is_none()) {
         return Ok(());
     }
     writeln!(o, "## XDP attach mode\n")?;
-    for (m, frags) in ran {
-        let mode = match m {
-            "skb" => AttachedMode::Skb,
-            _ => AttachedMode::Drv,
-        };
+    for (mode, frags) in ran {
         writeln!(
             o,
-            "- **{mode}**, {} programs: {}.",
+            "- **{}**, {} programs: {}.",
+            mode.long_name(),
             if frags {
                 "multi-buffer aware (frags)"
             } else {
@@ -313,12 +317,12 @@ fn xdp_section(o: &mut String, rows: &[Value]) -> Result<()> {
 /// egress (where packets left), per CPU.
 fn witness_section(
     o: &mut String,
-    rows: &[Value],
+    run: &RunDoc,
     arms: &[String],
-    protos: &[String],
+    protos: &[Proto],
     cpus: usize,
 ) -> Result<()> {
-    if rows.iter().all(|r| r["stack_packets_per_s"].is_null()) {
+    if run.runs.iter().all(|r| r.stack_packets_per_s.is_none()) {
         return Ok(());
     }
     writeln!(
@@ -332,15 +336,15 @@ fn witness_section(
     }
     writeln!(o, "\n|---|---|{}", "---|".repeat(cpus))?;
     for a in arms {
-        for p in protos {
-            let mine = of(rows, a, p);
-            if mine.iter().all(|r| r["stack_packets_per_s"].is_null()) {
+        for &p in protos {
+            let mine = run.of(a, p);
+            if mine.iter().all(|r| r.stack_packets_per_s.is_none()) {
                 continue;
             }
-            let xdp = mean_per_cpu(&mine, "packets_per_s", cpus);
-            let stack = mean_per_cpu(&mine, "stack_packets_per_s", cpus);
-            let tx = mean_per_cpu(&mine, "tx_packets_per_s", cpus);
-            write!(o, "| {} | {} |", label(a), proto_label(p))?;
+            let xdp = mean_per_cpu(&mine, |r| Some(&r.packets_per_s), cpus);
+            let stack = mean_per_cpu(&mine, |r| r.stack_packets_per_s.as_deref(), cpus);
+            let tx = mean_per_cpu(&mine, |r| r.tx_packets_per_s.as_deref(), cpus);
+            write!(o, "| {} | {} |", label(a), p.label())?;
             for c in 0..cpus {
                 write!(
                     o,
@@ -365,14 +369,15 @@ fn kilo(v: f64) -> String {
 }
 
 /// One arm's time split per CPU and protocol, mean over repetitions (ms per second).
-pub fn time_rows(rows: &[Value], arm: &str, protos: &[String]) -> Vec<(String, TimeSplit)> {
+pub fn time_rows(run: &RunDoc, arm: &str) -> Vec<(String, TimeSplit)> {
     let mut out = Vec::new();
-    for p in protos {
-        let splits: Vec<Vec<TimeSplit>> = of(rows, arm, p)
-            .iter()
-            .filter_map(|r| serde_json::from_value(r["time_ms_per_s"].clone()).ok())
+    for p in run.dims().1 {
+        let splits: Vec<&Vec<TimeSplit>> = run
+            .of(arm, p)
+            .into_iter()
+            .filter_map(|r| r.time_ms_per_s.as_ref())
             .collect();
-        let cpus = splits.iter().map(Vec::len).max().unwrap_or(0);
+        let cpus = splits.iter().map(|s| s.len()).max().unwrap_or(0);
         for c in 0..cpus {
             let mut sum = TimeSplit::default();
             let mut n = 0.0;
@@ -382,15 +387,15 @@ pub fn time_rows(rows: &[Value], arm: &str, protos: &[String]) -> Vec<(String, T
                     n += 1.0;
                 }
             }
-            out.push((format!("CPU {c} {}", proto_label(p)), sum.scaled(1.0 / n)));
+            out.push((format!("CPU {c} {}", p.label()), sum.scaled(1.0 / n)));
         }
     }
     out
 }
 
 /// Where every CPU's time went, per arm: a table and a stacked chart.
-fn time_section(o: &mut String, rows: &[Value], arms: &[String], protos: &[String]) -> Result<()> {
-    if rows.iter().all(|r| r["time_ms_per_s"].is_null()) {
+fn time_section(o: &mut String, run: &RunDoc, arms: &[String]) -> Result<()> {
+    if run.runs.iter().all(|r| r.time_ms_per_s.is_none()) {
         return Ok(());
     }
     writeln!(o, "\n## Where every CPU's time went\n")?;
@@ -398,14 +403,14 @@ fn time_section(o: &mut String, rows: &[Value], arms: &[String], protos: &[Strin
     writeln!(o, "| arm | CPU | {} |", PARTS.join(" | "))?;
     writeln!(o, "|---|---|{}", "---|".repeat(PARTS.len()))?;
     for a in arms {
-        for (name, t) in time_rows(rows, a, protos) {
+        for (name, t) in time_rows(run, a) {
             let parts: Vec<String> = t.parts().iter().map(|v| format!("{v:.0}")).collect();
             writeln!(o, "| {} | {name} | {} |", label(a), parts.join(" | "))?;
         }
     }
     writeln!(o)?;
     for a in arms {
-        if !time_rows(rows, a, protos).is_empty() {
+        if !time_rows(run, a).is_empty() {
             writeln!(o, "![{} time per CPU](time-{a}.svg)", label(a))?;
         }
     }
@@ -414,36 +419,32 @@ fn time_section(o: &mut String, rows: &[Value], arms: &[String], protos: &[Strin
 
 /// The verdict of every load, and per XDP mode and protocol one paragraph on what moved
 /// where and whether it paid off, each sentence from the stored figures.
-fn verdict_section(
-    o: &mut String,
-    rows: &[Value],
-    arms: &[String],
-    protos: &[String],
-) -> Result<()> {
-    let verdicts: Vec<(&Value, Verdict)> = rows
+fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+    let verdicts: Vec<_> = run
+        .runs
         .iter()
-        .filter_map(|r| Some((r, serde_json::from_value(r["verdict"].clone()).ok()?)))
+        .filter_map(|r| Some((r, r.verdict.as_ref()?)))
         .collect();
     if verdicts.is_empty() {
         return Ok(());
     }
     writeln!(o, "\n## What limited each load\n")?;
-    writeln!(o, "A CPU busy {:.0} % or more of the window is saturated; the verdict names what took most of its time.\n", crate::breakdown::SATURATED * 100.0)?;
+    writeln!(o, "A CPU busy {:.0} % or more of the window is saturated; the verdict names what took most of its time.\n", SATURATED * 100.0)?;
     for (r, v) in &verdicts {
         writeln!(
             o,
             "- rep {} {} {}: {}",
-            r["rep"],
-            label(arm_of(r)),
-            proto_label(r["proto"].as_str().unwrap_or("http")),
+            r.rep,
+            label(r.arm()),
+            r.proto.label(),
             v.text
         )?;
     }
     writeln!(o, "\n## What moved where, and whether it paid off\n")?;
-    for p in protos {
-        for a in arms.iter().filter(|a| split(a).0 != "none") {
-            if let Some(text) = paragraph(rows, a, p) {
-                writeln!(o, "**{} over {}.** {text}\n", label(a), proto_label(p))?;
+    for &p in protos {
+        for a in arms.iter().filter(|a| !is_untuned(a)) {
+            if let Some(text) = paragraph(run, a, p) {
+                writeln!(o, "**{} over {}.** {text}\n", label(a), p.label())?;
             }
         }
     }
@@ -452,18 +453,15 @@ fn verdict_section(
 
 /// One arm against its untuned: where receive work and the stack moved, the ratio, and the
 /// limit; `None` when the figures are not there.
-fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
-    let mine = of(rows, arm, proto);
-    let untuned = of(rows, &base(arm), proto);
+fn paragraph(run: &RunDoc, arm: &str, proto: Proto) -> Option<String> {
+    let mine = run.of(arm, proto);
+    let untuned = run.of(&base(arm), proto);
     if mine.is_empty() || untuned.is_empty() {
         return None;
     }
-    let cpus = mine
-        .iter()
-        .filter_map(|r| r["receive_ms_per_s"].as_array().map(Vec::len))
-        .max()?;
-    let before = mean_per_cpu(&untuned, "receive_ms_per_s", cpus);
-    let after = mean_per_cpu(&mine, "receive_ms_per_s", cpus);
+    let cpus = mine.iter().map(|r| r.receive_ms_per_s.len()).max()?;
+    let before = mean_per_cpu(&untuned, |r| Some(&r.receive_ms_per_s), cpus);
+    let after = mean_per_cpu(&mine, |r| Some(&r.receive_ms_per_s), cpus);
     let mut s = String::new();
     let (from, to) = (0..cpus).fold((0, 0), |(f, t), c| {
         let d = after[c] - before[c];
@@ -477,7 +475,7 @@ fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
         "Receive work on CPU {from} went from {:.0} to {:.0} ms/s and on CPU {to} from {:.0} to {:.0} ms/s (untuned to this arm, mean of repetitions).",
         before[from], after[from], before[to], after[to]
     );
-    let stack = mean_per_cpu(&mine, "stack_packets_per_s", cpus);
+    let stack = mean_per_cpu(&mine, |r| r.stack_packets_per_s.as_deref(), cpus);
     let total: f64 = stack.iter().sum();
     if total > 0.0 {
         let (c, top) = stack
@@ -490,7 +488,7 @@ fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
             top / total * 100.0
         );
     }
-    let v = ratios(rows, arm, proto);
+    let v = run.ratios(arm, proto);
     if !v.is_empty() {
         let (m, (lo, hi)) = (median(&v), range(&v));
         // Within 2 % of untuned is read as no difference: closer than these runs repeat.
@@ -509,10 +507,10 @@ fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
             v.len()
         );
     }
-    let bound = |rs: &[&Value]| -> Option<String> {
+    let bound = |rs: &[&Row]| -> Option<String> {
         let mut b: Vec<String> = rs
             .iter()
-            .filter_map(|r| r["verdict"]["bound"].as_str().map(str::to_string))
+            .filter_map(|r| r.verdict.as_ref().map(|v| v.bound.clone()))
             .collect();
         b.sort();
         b.dedup();
@@ -520,7 +518,10 @@ fn paragraph(rows: &[Value], arm: &str, proto: &str) -> Option<String> {
     };
     if let (Some(u), Some(me)) = (bound(&untuned), bound(&mine)) {
         let _ = write!(s, " Untuned was {u}; this arm was {me}.");
-        if let Some(t) = mine.iter().find_map(|r| r["verdict"]["text"].as_str()) {
+        if let Some(t) = mine
+            .iter()
+            .find_map(|r| r.verdict.as_ref().map(|v| &v.text))
+        {
             let _ = write!(s, " In repetition 0: {t}.");
         }
     }

@@ -1,0 +1,218 @@
+//! The names every file and command line shares: one enum per concept, each with one
+//! `as_str` (the spelling in files and flags), `FromStr`, `Display` and serde as that string.
+
+/// An unknown name: what was given and what would have been accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub given: String,
+    pub accepted: &'static [&'static str],
+}
+
+impl std::fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a {}: expected one of {}",
+            self.given,
+            self.what,
+            self.accepted.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+macro_rules! names {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+        pub enum $name {
+            $($(#[$vmeta])* #[cfg_attr(feature = "clap", value(name = $s))] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in canonical order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            const NAMES: &'static [&'static str] = &[$($s),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $s),+
+                }
+            }
+        }
+
+        /// The first value (the plainest: untuned, HTTP, /health, ...).
+        impl Default for $name {
+            fn default() -> Self {
+                Self::ALL[0]
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownName;
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
+                match s {
+                    $($s => Ok($name::$variant),)+
+                    _ => Err(UnknownName { what: $what, given: s.to_string(), accepted: Self::NAMES }),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+names! {
+    /// A steering mode: what `attach --steer` puts in place, a comparison's arm, a tuning
+    /// profile.
+    Mode, "steering mode" {
+        /// Everything back to the snapshot; XDP only observes.
+        None = "none",
+        /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
+        Rps = "rps",
+        /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
+        Cpumap = "cpumap",
+    }
+}
+
+impl Mode {
+    /// The name a reader sees (report, live screen).
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::None => "untuned",
+            Mode::Rps => "RPS/RFS/XPS",
+            Mode::Cpumap => "XDP cpumap",
+        }
+    }
+}
+
+names! {
+    /// The transport a load speaks.
+    Proto, "protocol" {
+        Http = "http",
+        Zap = "zap",
+    }
+}
+
+impl Proto {
+    pub fn label(self) -> &'static str {
+        match self {
+            Proto::Http => "HTTP/1.1",
+            Proto::Zap => "ZAP",
+        }
+    }
+}
+
+names! {
+    /// What each request is.
+    Scenario, "scenario" {
+        /// GET /health: the smallest request and response.
+        Health = "health",
+        /// POST /rpc: the rpc record (native ZAP, or JSON over HTTP).
+        Rpc = "rpc",
+        /// POST /echo: the body back.
+        Echo = "echo",
+        /// A POST of --body-size bytes answered with a short body (the byte count): a load
+        /// whose limit is the receiving side, the seed's condition.
+        Upload = "upload",
+    }
+}
+
+names! {
+    /// The XDP attach mode that ran.
+    XdpMode, "XDP mode" {
+        /// Native (driver) XDP.
+        Drv = "drv",
+        /// Generic (skb) XDP.
+        Skb = "skb",
+    }
+}
+
+impl XdpMode {
+    /// What this mode means for steering, in one line (live screen, report).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            XdpMode::Drv => {
+                "driver mode: XDP runs on the raw frame before an skb exists, so cpumap moves \
+                 skb building, GRO and the stack off the RX core"
+            }
+            XdpMode::Skb => {
+                "skb mode: XDP runs after the RX core has built and GRO'd each packet, so cpumap \
+                 moves only the stack (the work RPS moves), plus an XDP run and an enqueue"
+            }
+        }
+    }
+
+    /// The long name, for prose.
+    pub fn long_name(self) -> &'static str {
+        match self {
+            XdpMode::Drv => "driver (native)",
+            XdpMode::Skb => "skb (generic)",
+        }
+    }
+}
+
+names! {
+    /// rxload's I/O engine.
+    LoaderIo, "I/O engine" {
+        Tokio = "tokio",
+        Uring = "uring",
+    }
+}
+
+names! {
+    /// Which part of a load a line or sample belongs to.
+    Phase, "phase" {
+        Warmup = "warmup",
+        Measure = "measure",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_through_its_string_and_serde() {
+        for m in Mode::ALL {
+            assert_eq!(m.as_str().parse::<Mode>(), Ok(*m));
+            let json = serde_json::to_string(m).unwrap();
+            assert_eq!(json, format!("\"{m}\""));
+            assert_eq!(serde_json::from_str::<Mode>(&json).unwrap(), *m);
+        }
+        for s in Scenario::ALL {
+            assert_eq!(s.as_str().parse::<Scenario>(), Ok(*s));
+        }
+        assert_eq!("skb".parse::<XdpMode>(), Ok(XdpMode::Skb));
+    }
+
+    #[test]
+    fn an_unknown_name_says_what_was_accepted() {
+        let e = "fast".parse::<Mode>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "\"fast\" is not a steering mode: expected one of none, rps, cpumap"
+        );
+        assert!(serde_json::from_str::<Proto>("\"quic\"").is_err());
+    }
+}

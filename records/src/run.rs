@@ -1,0 +1,478 @@
+//! A comparison's `run.json`: the document, its rows (one per load), where it ran, and the
+//! figures derived from rows (arms, ratio to untuned, spreads). Runs stored by older versions
+//! read through the same types: every field added since has a default, and
+//! [`RunDoc::roles`] finds the roles where the first runs kept them.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::{
+    breakdown::{TimeSplit, Verdict},
+    names::{LoaderIo, Mode, Proto, Scenario, XdpMode},
+    sample::TcAttached,
+};
+
+/// Which CPU does what in the lab.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Roles {
+    /// Runs the server veth's NAPI thread: the stand-in for the NIC's interrupt core.
+    pub rx_cpu: u32,
+    pub server_cpus: Vec<u32>,
+    pub loader_cpus: Vec<u32>,
+}
+
+impl Roles {
+    /// CPUs steering may move receive work to: server CPUs other than the receive core.
+    pub fn steer_targets(&self) -> Vec<u32> {
+        self.server_cpus
+            .iter()
+            .copied()
+            .filter(|&c| c != self.rx_cpu)
+            .collect()
+    }
+}
+
+/// The lab's offload and NAPI settings, stored with every run (`setup.lab`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabSettings {
+    pub server_gro: bool,
+    pub server_tso: bool,
+    pub server_napi_threaded: bool,
+    pub server_napi_cpu: u32,
+    pub loader_tx_checksum: bool,
+    pub loader_gro: bool,
+    pub loader_napi_threaded: bool,
+    pub loader_napi_cpus: Vec<u32>,
+    /// Both veths transmit through a pfifo of this many frames (backpressure, not drops).
+    pub tx_qdisc_pfifo: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SiteKind {
+    /// The embedded veth lab.
+    #[default]
+    Lab,
+    /// A real interface of this host.
+    Iface,
+}
+
+/// The interface's driver and GRO state, as ethtool said.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nic {
+    pub driver: Option<String>,
+    pub gro: Option<String>,
+}
+
+/// Where the run ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Setup {
+    pub kind: SiteKind,
+    pub iface: String,
+    /// The lab's roles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Roles>,
+    /// The lab's settings (absent from labs before the replies were received loader-side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<LabSettings>,
+    /// A real interface's server CPUs and loader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader: Option<String>,
+    pub steer_targets: Vec<u32>,
+    /// cpumap ring size, frames per CPU.
+    pub qsize: u32,
+    #[serde(default)]
+    pub nic: Nic,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Build {
+    pub version: String,
+    pub git: String,
+}
+
+/// The machine as the run found it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub kernel: String,
+    pub hostname: String,
+    pub cpu_model: Option<String>,
+    pub rxsteer: Build,
+    pub arch: String,
+    pub online_cpus: usize,
+    /// 1, 5 and 15 minutes.
+    pub loadavg: Vec<f64>,
+    pub at: String,
+}
+
+impl Environment {
+    /// "the 1-minute load average is ..." when it is above half the CPUs: a machine too busy
+    /// to time on.
+    pub fn busy(&self) -> Option<String> {
+        let load = *self.loadavg.first()?;
+        let cpus = self.online_cpus as f64;
+        (self.online_cpus > 0 && load > cpus / 2.0)
+            .then(|| format!("the 1-minute load average is {load:.2} on {cpus} CPUs"))
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environments {
+    pub before: Environment,
+    pub after: Environment,
+}
+
+/// One load: an arm, a protocol, a repetition. A figure an older version did not store reads
+/// as absent (`None`, empty, 0).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Row {
+    pub rep: u32,
+    /// The arm's name (`cpumap`, `cpumap-skb`, `cpumap-skb-plain`); runs before arms existed
+    /// have only the mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    pub mode: Mode,
+    #[serde(default)]
+    pub proto: Proto,
+    /// The XDP mode that ran, and the one asked for.
+    #[serde(default)]
+    pub xdp_mode: Option<XdpMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_mode_asked: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_frags: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tc: Option<TcAttached>,
+    /// None for an external load (observed, not measured here).
+    pub req_per_s: Option<f64>,
+    #[serde(default)]
+    pub loaders: Option<u32>,
+    #[serde(default)]
+    pub requests: Option<u64>,
+    #[serde(default)]
+    pub p50_us: Option<u64>,
+    pub p99_us: Option<u64>,
+    #[serde(default)]
+    pub p999_us: Option<u64>,
+    #[serde(default)]
+    pub max_us: Option<u64>,
+    #[serde(default)]
+    pub errors: Option<BTreeMap<String, u64>>,
+    #[serde(default)]
+    pub error_total: u64,
+    #[serde(default)]
+    pub client_allocs_per_request: Option<f64>,
+    #[serde(default)]
+    pub measured_s: f64,
+    /// Per CPU, ms per second of the measured window (see `CpuSample::receive_ns`).
+    pub receive_ms_per_s: Vec<f64>,
+    #[serde(default)]
+    pub net_rx_ms_per_s: Vec<f64>,
+    #[serde(default)]
+    pub kthread_ms_per_s: Vec<f64>,
+    #[serde(default)]
+    pub packets_per_s: Vec<f64>,
+    #[serde(default)]
+    pub cpumap_arrived_per_s: Vec<f64>,
+    #[serde(default)]
+    pub imbalance: f64,
+    /// tc ingress and egress per CPU: only when tc ran.
+    #[serde(default)]
+    pub stack_packets_per_s: Option<Vec<f64>>,
+    #[serde(default)]
+    pub tx_packets_per_s: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loader_napi_ms_per_s: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms_per_s: Option<Vec<TimeSplit>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    #[serde(default)]
+    pub redirect_err: u64,
+    #[serde(default)]
+    pub enqueue_drops: u64,
+    #[serde(default)]
+    pub cpumap_drops: u64,
+    #[serde(default)]
+    pub softnet_dropped: u64,
+    #[serde(default)]
+    pub steer_fallback: u64,
+}
+
+impl Row {
+    /// The row's arm name.
+    pub fn arm(&self) -> &str {
+        self.arm.as_deref().unwrap_or(self.mode.as_str())
+    }
+}
+
+/// How unevenly receive work was spread: the busiest CPU over the mean (1.0 = even; N = all
+/// of it on one of N CPUs; 0 = none at all). Rounded to 0.01.
+pub fn imbalance(receive: &[f64]) -> f64 {
+    let max = receive.iter().copied().fold(0.0, f64::max);
+    if max <= 0.0 {
+        return 0.0;
+    }
+    let mean = receive.iter().sum::<f64>() / receive.len() as f64;
+    (max / mean * 100.0).round() / 100.0
+}
+
+/// An arm's name: its steering mode, then what else the run varied (`skb`, `skb-plain`).
+pub fn split_arm(arm: &str) -> (Mode, Option<&str>) {
+    let (m, rest) = match arm.split_once('-') {
+        Some((m, x)) => (m, Some(x)),
+        None => (arm, None),
+    };
+    (m.parse().unwrap_or(Mode::Cpumap), rest)
+}
+
+/// An arm's name as a reader sees it: "XDP cpumap (skb)".
+pub fn arm_label(arm: &str) -> String {
+    match split_arm(arm) {
+        (m, Some(x)) => format!("{} ({x})", m.label()),
+        (m, None) => m.label().to_string(),
+    }
+}
+
+/// The untuned arm an arm's ratio is taken against (same variant).
+pub fn base_arm(arm: &str) -> String {
+    match split_arm(arm).1 {
+        Some(x) => format!("none-{x}"),
+        None => "none".into(),
+    }
+}
+
+/// The document. What an older version did not store reads as absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunDoc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Setup>,
+    pub cpus: usize,
+    #[serde(default)]
+    pub steer: Vec<Mode>,
+    #[serde(default)]
+    pub arms: Vec<String>,
+    /// `--xdp-mode` and `--xdp-frags` as asked (auto, drv, skb, both; auto, on, off, both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_frags: Option<String>,
+    #[serde(default)]
+    pub body_size: Option<u32>,
+    #[serde(default)]
+    pub protos: Vec<Proto>,
+    #[serde(default)]
+    pub scenario: Scenario,
+    pub seconds: f64,
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
+    pub connections: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_io: Option<LoaderIo>,
+    #[serde(default)]
+    pub reps: u32,
+    pub caveat: Option<String>,
+    /// Why the machine was not quiet, when the run went ahead anyway (--force).
+    #[serde(default)]
+    pub loaded_machine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Environments>,
+    /// Where the first runs kept the lab's roles (later: `setup.roles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Roles>,
+    pub runs: Vec<Row>,
+}
+
+impl RunDoc {
+    pub fn is_iface(&self) -> bool {
+        self.setup
+            .as_ref()
+            .is_some_and(|s| s.kind == SiteKind::Iface)
+    }
+
+    /// The lab's roles, wherever this run's version kept them.
+    pub fn roles(&self) -> Option<&Roles> {
+        self.setup
+            .as_ref()
+            .and_then(|s| s.roles.as_ref())
+            .or(self.roles.as_ref())
+    }
+
+    /// The arms and protocols present: variants in the order the run stored them, steering
+    /// modes in their canonical order within each.
+    pub fn dims(&self) -> (Vec<String>, Vec<Proto>) {
+        let mut variants: Vec<Option<&str>> = Vec::new();
+        for r in &self.runs {
+            let v = split_arm(r.arm()).1;
+            if !variants.contains(&v) {
+                variants.push(v);
+            }
+        }
+        let mut arms: Vec<String> = Vec::new();
+        for v in variants {
+            arms.extend(Mode::ALL.iter().map(|m| match v {
+                Some(v) => format!("{m}-{v}"),
+                None => m.to_string(),
+            }));
+        }
+        arms.retain(|a| self.runs.iter().any(|r| r.arm() == a));
+        let mut protos: Vec<Proto> = Vec::new();
+        for r in &self.runs {
+            if !protos.contains(&r.proto) {
+                protos.push(r.proto);
+            }
+        }
+        (arms, protos)
+    }
+
+    /// The rows of one arm and protocol, every repetition.
+    pub fn of(&self, arm: &str, proto: Proto) -> Vec<&Row> {
+        of(&self.runs, arm, proto)
+    }
+
+    pub fn reps(&self) -> u32 {
+        self.runs.iter().map(|r| r.rep + 1).max().unwrap_or(0)
+    }
+
+    /// Per repetition, an arm's ratio to its untuned.
+    pub fn ratios(&self, arm: &str, proto: Proto) -> Vec<f64> {
+        (0..self.reps())
+            .filter_map(|rep| ratio_in(&self.runs, rep, arm, proto))
+            .collect()
+    }
+}
+
+pub fn of<'a>(rows: &'a [Row], arm: &str, proto: Proto) -> Vec<&'a Row> {
+    rows.iter()
+        .filter(|r| r.arm() == arm && r.proto == proto)
+        .collect()
+}
+
+pub fn find<'a>(rows: &'a [Row], rep: u32, arm: &str, proto: Proto) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.rep == rep && r.arm() == arm && r.proto == proto)
+}
+
+/// An arm's req/s over its untuned's in one repetition (same protocol and variant): the one
+/// ratio function, for the live screen and the report alike.
+pub fn ratio_in(rows: &[Row], rep: u32, arm: &str, proto: Proto) -> Option<f64> {
+    let b = find(rows, rep, &base_arm(arm), proto)?.req_per_s?;
+    Some(find(rows, rep, arm, proto)?.req_per_s? / b.max(1e-9))
+}
+
+pub fn range(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)))
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// The mean over `rows` of a per-CPU figure (missing entries count as 0).
+pub fn mean_per_cpu(
+    rows: &[&Row],
+    figure: impl Fn(&Row) -> Option<&[f64]>,
+    cpus: usize,
+) -> Vec<f64> {
+    (0..cpus)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| figure(r).and_then(|v| v.get(c)))
+                .sum::<f64>()
+                / rows.len().max(1) as f64
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rep: u32, arm: &str, proto: Proto, rps: f64) -> Row {
+        Row {
+            rep,
+            arm: Some(arm.into()),
+            mode: split_arm(arm).0,
+            proto,
+            req_per_s: Some(rps),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn arms_carry_their_xdp_mode() {
+        assert_eq!(arm_label("cpumap-skb"), "XDP cpumap (skb)");
+        assert_eq!(arm_label("none"), "untuned");
+        assert_eq!(base_arm("rps-skb"), "none-skb");
+        assert_eq!(base_arm("rps"), "none");
+        assert_eq!(arm_label("cpumap-skb-plain"), "XDP cpumap (skb-plain)");
+        assert_eq!(base_arm("cpumap-skb-plain"), "none-skb-plain");
+        let doc = RunDoc {
+            runs: vec![
+                row(0, "cpumap-skb", Proto::Zap, 1.0),
+                row(0, "none-drv", Proto::Zap, 1.0),
+                Row {
+                    mode: Mode::Rps,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(doc.dims().0, ["cpumap-skb", "none-drv", "rps"]);
+    }
+
+    #[test]
+    fn ratios_pair_rep_protocol_and_variant() {
+        let rows = vec![
+            row(0, "none-skb", Proto::Zap, 200.0),
+            row(0, "none-drv", Proto::Zap, 100.0),
+            row(0, "rps-skb", Proto::Zap, 150.0),
+            Row {
+                mode: Mode::None,
+                req_per_s: Some(10.0),
+                ..Default::default()
+            },
+        ];
+        assert_eq!(ratio_in(&rows, 0, "rps-skb", Proto::Zap), Some(0.75));
+        assert_eq!(ratio_in(&rows, 1, "rps-skb", Proto::Zap), None);
+        assert_eq!(ratio_in(&rows, 0, "rps-skb", Proto::Http), None);
+    }
+
+    #[test]
+    fn imbalance_of_even_and_one_sided_work() {
+        assert_eq!(imbalance(&[100.0, 100.0]), 1.0);
+        assert_eq!(imbalance(&[400.0, 0.0, 0.0, 0.0]), 4.0);
+        assert_eq!(imbalance(&[0.0, 0.0]), 0.0);
+        assert_eq!(imbalance(&[]), 0.0);
+    }
+
+    #[test]
+    fn spreads() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0]), 2.5);
+        assert_eq!(range(&[2.0, 5.0, 3.0]), (2.0, 5.0));
+    }
+
+    #[test]
+    fn a_busy_machine_is_one_above_half_its_cpus() {
+        let env = |load: f64| Environment {
+            loadavg: vec![load, 1.0, 1.0],
+            online_cpus: 2,
+            ..Default::default()
+        };
+        assert!(env(1.5).busy().unwrap().contains("1.50 on 2 CPUs"));
+        assert_eq!(env(1.0).busy(), None);
+        assert_eq!(Environment::default().busy(), None);
+    }
+}
