@@ -1,31 +1,5 @@
-//! Locates the eBPF object built by `cargo xtask build-ebpf` so `dataplane` can embed it. When
-//! it is missing (a fresh clone, `cargo check`, clippy, docs), an empty placeholder is embedded
-//! instead, as aya-template does: everything builds, and loading the programs says how to
-//! build the real object.
-use std::path::PathBuf;
-
+//! The commit a run's results were measured with (run.json's environment).
 fn main() {
-    let obj = match std::env::var_os("RXSTEER_EBPF_OBJ") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/ebpf/bpfel-unknown-none/release/rxsteer"),
-    };
-    println!("cargo:rerun-if-env-changed=RXSTEER_EBPF_OBJ");
-    println!("cargo:rerun-if-changed={}", obj.display());
-    let obj = if obj.is_file() {
-        obj
-    } else {
-        println!(
-            "cargo:warning=the eBPF object is missing ({}): embedding an empty placeholder; \
-             `cargo xtask build` builds the real one",
-            obj.display()
-        );
-        let placeholder = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"))
-            .join("rxsteer-ebpf-placeholder");
-        std::fs::write(&placeholder, b"").expect("writing the placeholder object");
-        placeholder
-    };
-    // The commit a run's results were measured with (run.json's environment).
     let git = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()
@@ -36,6 +10,4 @@ fn main() {
     println!("cargo:rustc-env=RXSTEER_GIT={git}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/refs/heads");
-    let obj = obj.canonicalize().expect("canonical eBPF object path");
-    println!("cargo:rustc-env=RXSTEER_EBPF_OBJ={}", obj.display());
 }

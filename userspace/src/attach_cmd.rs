@@ -3,12 +3,12 @@
 //! state file lets the next start, or `rxsteer restore`, put the host back.
 use anyhow::{bail, Result};
 
+use rxsteer_dataplane::{
+    Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE, RX_ACCOUNT, STEER,
+};
+
 use crate::{
     cpu_arg::{cpu_list, CpuList},
-    dataplane::{
-        Dataplane, FragsChoice, PortConfig, SteerSets, XdpMode, XdpModeChoice, MAX_QSIZE,
-        RX_ACCOUNT, STEER,
-    },
     host::{self, TuneGuard},
     iface,
     ports::check_disjoint,
@@ -16,7 +16,7 @@ use crate::{
     signals::stop_on_signals,
     top::{observe, say_observed, Output, TopArgs},
 };
-use rxsteer_records::{Mode, Observed};
+use rxsteer_records::{Mode, Observed, XdpMode};
 use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]

@@ -8,7 +8,7 @@ use rxsteer_tune::{
     ProfileInput, StateFile,
 };
 
-use crate::dataplane::nr_cpu_ids;
+use rxsteer_dataplane::nr_cpu_ids;
 use rxsteer_records::Mode;
 
 /// This network namespace's state file.
@@ -110,7 +110,7 @@ fn live_netns_inodes() -> std::collections::BTreeSet<u64> {
 /// the tuning restored; says nothing when there was nothing to do.
 pub fn recover_crashed() -> Result<Vec<Change>> {
     remove_orphaned_state()?;
-    crate::clsact::recover_crashed()?;
+    rxsteer_dataplane::clsact::recover_crashed()?;
     let path = state_path()?;
     match StateFile::load(&path)? {
         Some(state) if state.crashed() => {

@@ -236,7 +236,9 @@ fn write_sysfs(ns: &str, path: &str, value: &str) -> Result<()> {
 fn napi_thread(dev: &str) -> Result<u32> {
     let prefix = format!("napi/{dev}-");
     for _ in 0..50 {
-        if let Some(&(pid, _)) = crate::procfs::pids_with_comm_prefix(&[&prefix])?.first() {
+        if let Some(&(pid, _)) =
+            rxsteer_dataplane::procfs::pids_with_comm_prefix(&[&prefix])?.first()
+        {
             return Ok(pid);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

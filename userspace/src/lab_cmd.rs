@@ -6,8 +6,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use rxsteer_dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT};
+
 use crate::{
-    dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT},
     lab::{EmbeddedLab, RoleArgs},
     privilege::{self, Cap},
     signals::stop_on_signals,
@@ -95,9 +96,9 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let output = Output {
         iface: &lab.veth.server_dev,
         how: rxsteer_records::Observed {
-            xdp_mode: crate::dataplane::XdpMode::Drv,
+            xdp_mode: rxsteer_dataplane::XdpMode::Drv,
             xdp_frags: false,
-            tc: crate::dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
+            tc: rxsteer_dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
         },
         json: args.json,
     };

@@ -1,10 +1,7 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod attach_cmd;
-pub mod clsact;
 pub mod compare;
 pub mod cpu_arg;
-pub mod cputime;
-pub mod dataplane;
 pub mod host;
 pub mod iface;
 pub mod lab;
@@ -12,8 +9,6 @@ pub mod lab_cmd;
 pub mod netns;
 pub mod ports;
 pub mod privilege;
-pub mod procfs;
-pub mod sampler;
 pub mod serve_cmd;
 pub mod signals;
 pub mod top;

@@ -13,17 +13,17 @@ use std::{
 };
 
 use crate::{
-    dataplane::{
-        Counters, Dataplane, FragsChoice, PortConfig, TcAttached, TcChoice, XdpMode, XdpModeChoice,
-        RX_ACCOUNT,
-    },
     iface,
     ports::{check_disjoint, port_list, PortList},
     privilege,
-    sampler::{Sample, Sampler},
     signals::stop_on_signals,
     view,
 };
+use rxsteer_dataplane::{
+    sampler::Sampler, Counters, Dataplane, FragsChoice, PortConfig, TcChoice, XdpModeChoice,
+    RX_ACCOUNT,
+};
+use rxsteer_records::{Sample, TcAttached, XdpMode};
 
 #[derive(clap::Args, Debug)]
 pub struct TopArgs {
@@ -103,7 +103,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     args.tc.check()?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
-    crate::clsact::recover_crashed()?;
+    rxsteer_dataplane::clsact::recover_crashed()?;
     let ports = PortConfig {
         http: args.http_ports.0.clone(),
         zap: args.zap_ports.0.clone(),
@@ -267,7 +267,7 @@ mod tests {
         let s = Sample {
             t_s: 1.5,
             interval_s: 0.5,
-            cpus: vec![crate::sampler::CpuSample {
+            cpus: vec![rxsteer_dataplane::sampler::CpuSample {
                 cpu: 3,
                 packets: 50,
                 stack_packets: 25,

@@ -135,7 +135,7 @@ pub fn restore() -> Result<()> {
     privilege::require("rxsteer restore", TUNE_CAPS)?;
     let mut out = std::io::stdout().lock();
     host::remove_orphaned_state()?;
-    crate::clsact::recover_crashed()?;
+    rxsteer_dataplane::clsact::recover_crashed()?;
     let path = host::state_path()?;
     let Some(state) = StateFile::load(&path)? else {
         writeln!(

@@ -18,10 +18,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{
-    dataplane::XdpMode,
-    sampler::{CpuSample, Sample},
-};
+use rxsteer_records::{CpuSample, Sample, XdpMode};
 
 /// Samples kept for the heatmaps (wider terminals show more of them).
 const HISTORY: usize = 240;

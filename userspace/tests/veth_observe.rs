@@ -3,11 +3,10 @@
 mod common;
 
 use common::{echo_server, lab, online_cpus, tcp_exchanges, udp_burst};
-use rxsteer::{
-    dataplane::{Counters, Dataplane, PortConfig, XdpMode, XdpModeChoice, RX_ACCOUNT},
-    procfs,
-};
 use rxsteer_common::SOFTIRQ_NET_RX;
+use rxsteer_dataplane::{
+    procfs, Counters, Dataplane, PortConfig, XdpMode, XdpModeChoice, RX_ACCOUNT,
+};
 use std::{collections::BTreeMap, time::Duration};
 
 /// Loads and attaches inside the server namespace; links stay tied to the device after the

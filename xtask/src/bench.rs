@@ -42,7 +42,7 @@ pub struct Bench {
 
 pub const XDP: Bench = Bench {
     name: "xdp-ns-per-packet",
-    package: "rxsteer",
+    package: "rxsteer-dataplane",
     bench: "xdp_ns_per_packet",
     is_test: false,
     env: &[],

@@ -3,10 +3,8 @@ use anyhow::{bail, Result};
 use std::{path::PathBuf, time::Duration};
 
 use super::load::{self, LoaderArg};
-use crate::{
-    dataplane::{FragsChoice, XdpModeChoice},
-    top::parse_interval,
-};
+use crate::top::parse_interval;
+use rxsteer_dataplane::{FragsChoice, XdpModeChoice};
 use rxsteer_records::{LoaderIo, Mode, Proto, Scenario};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the

@@ -241,7 +241,7 @@ pub fn store_samples(path: &Path, tagged: &[Tagged]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::{CpuSample, Sample};
+    use rxsteer_dataplane::sampler::{CpuSample, Sample};
     use rxsteer_records::{load::Quantiles, SampleLine, XdpMode};
 
     fn tagged(phase: Phase, net_rx_ms: [u64; 2], kthread_ms: [u64; 2]) -> Tagged {
@@ -299,8 +299,8 @@ mod tests {
         };
         let arm = Arm {
             mode: rxsteer_records::Mode::Cpumap,
-            xdp: crate::dataplane::XdpModeChoice::Skb,
-            frags: crate::dataplane::FragsChoice::Auto,
+            xdp: rxsteer_dataplane::XdpModeChoice::Skb,
+            frags: rxsteer_dataplane::FragsChoice::Auto,
             per_xdp_mode: true,
             per_frags: false,
         };

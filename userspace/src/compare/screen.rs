@@ -13,8 +13,8 @@ use ratatui::{
 };
 use std::{collections::VecDeque, time::Duration};
 
-use crate::{dataplane::XdpMode, sampler::Sample, view};
-use rxsteer_records::LiveLine;
+use crate::view;
+use rxsteer_records::{LiveLine, Sample, XdpMode};
 
 const HISTORY: usize = 240;
 
@@ -235,8 +235,8 @@ fn draw(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::CpuSample;
     use ratatui::{backend::TestBackend, Terminal};
+    use rxsteer_dataplane::sampler::CpuSample;
 
     #[test]
     fn heatmap_sits_beside_throughput_p99_and_results() {

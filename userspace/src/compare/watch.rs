@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::cputime::ProcessClock;
+use rxsteer_dataplane::cputime::ProcessClock;
 
 /// A stored sample: attach's line, the phase it belongs to, and the server's and loader's
 /// CPU time per CPU over (about) the same interval.

@@ -3,8 +3,8 @@
 //! these counts (test binaries run one after another; tests inside one run in parallel).
 //! Needs root.
 use aya::programs::{TestRun, TestRunAttrs, TestRunOptions};
-use rxsteer::dataplane::{Dataplane, PortConfig, SteerSets, STEER};
 use rxsteer_common::frames::{Ip, Spec};
+use rxsteer_dataplane::{Dataplane, PortConfig, SteerSets, STEER};
 use std::time::Duration;
 
 fn online() -> Vec<u32> {

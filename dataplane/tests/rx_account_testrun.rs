@@ -1,11 +1,11 @@
 //! BPF_PROG_TEST_RUN on `rx_account` with crafted frames: the exact class counters.
 //! Needs root (CI runs as root).
 use aya::programs::{TestRun, TestRunOptions};
-use rxsteer::dataplane::{Dataplane, PortConfig, RX_ACCOUNT};
 use rxsteer_common::{
     frames::{arp, Frame, Ip, Spec},
     Class, RxStats, N_CLASSES,
 };
+use rxsteer_dataplane::{Dataplane, PortConfig, RX_ACCOUNT};
 
 const XDP_PASS: u32 = 2;
 

@@ -9,8 +9,8 @@
 //! Needs root. Run: cargo xtask bench
 use anyhow::Result;
 use aya::programs::{TestRun, TestRunOptions};
-use rxsteer::dataplane::{Dataplane, PortConfig, SteerSets, RX_ACCOUNT, STEER, XDP_PASS};
 use rxsteer_common::frames::{arp, Frame, Ip, Spec};
+use rxsteer_dataplane::{Dataplane, PortConfig, SteerSets, RX_ACCOUNT, STEER, XDP_PASS};
 use serde_json::json;
 
 const REPEAT: u32 = 1_000_000;

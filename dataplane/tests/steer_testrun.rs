@@ -3,12 +3,12 @@
 //! `on_cpu` counts each frame on the CPU it reached, and that must match, exactly, the CPU the
 //! host computes with the same hash code. Needs root.
 use aya::programs::{TestRun, TestRunAttrs, TestRunOptions};
-use rxsteer::dataplane::{Dataplane, PortConfig, SteerSets, STEER};
 use rxsteer_common::{
     frames::{arp, Frame, Ip, Spec},
     parse::{flow_hash, pick, walk},
     Class,
 };
+use rxsteer_dataplane::{Dataplane, PortConfig, SteerSets, STEER};
 use std::{collections::BTreeMap, time::Duration};
 
 const XDP_PASS: u32 = 2;
@@ -48,7 +48,7 @@ fn predicted(set: &[u32], f: &Frame) -> u32 {
 }
 
 /// Arrivals per CPU of `class`, read after the cpumap kthreads have drained.
-fn arrivals(counters: &rxsteer::dataplane::Counters, class: Class) -> BTreeMap<u32, u64> {
+fn arrivals(counters: &rxsteer_dataplane::Counters, class: Class) -> BTreeMap<u32, u64> {
     std::thread::sleep(Duration::from_millis(200));
     counters
         .on_cpu()

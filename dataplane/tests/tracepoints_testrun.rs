@@ -1,8 +1,8 @@
 //! BPF_PROG_TEST_RUN on the softirq and xdp:* raw tracepoint programs: arguments in the
 //! TP_PROTO positions land in the right counters, on the CPU the run was pinned to. Needs root.
 use aya::programs::{RawTracePointRunOptions, TestRun};
-use rxsteer::dataplane::{Dataplane, PortConfig};
 use rxsteer_common::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX};
+use rxsteer_dataplane::{Dataplane, PortConfig};
 
 fn run(dp: &mut Dataplane, prog: &str, cpu: u32, args: &[u64]) {
     let mut opts = RawTracePointRunOptions::new();

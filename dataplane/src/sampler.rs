@@ -10,8 +10,8 @@ use std::{collections::BTreeMap, time::Instant};
 
 use crate::{
     cputime::{self, CpuTimes},
-    dataplane::Counters,
     procfs::{self, KthreadKind, KthreadTime, Softnet},
+    Counters,
 };
 
 pub use rxsteer_records::sample::{ClassPackets, CpuSample, Sample};
