@@ -1,5 +1,6 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 pub mod attach_cmd;
+pub mod child;
 pub mod compare;
 pub mod cpu_arg;
 pub mod host;

@@ -9,7 +9,7 @@ use rxsteer_records::{
 };
 use std::{io::Write, path::Path};
 
-use super::{watch::Tagged, Arm};
+use super::{args::Arm, watch::Tagged};
 use rxsteer_records::Proto;
 
 /// Per-CPU rates over the measured samples, and totals of the things that go wrong.
@@ -206,7 +206,7 @@ pub fn environment() -> Environment {
 /// What the run's interface is: its driver and GRO state (ethtool, where the interface lives).
 pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Nic {
     let ethtool = |args: &[&str]| -> String {
-        super::session::command_at(ns, std::path::Path::new("ethtool"))
+        crate::child::command_at(ns, std::path::Path::new("ethtool"))
             .args(args)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())

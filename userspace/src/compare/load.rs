@@ -12,10 +12,13 @@ use std::{
 
 use super::{
     merge::merge,
-    session::{die_with_parent, HTTP_PORT, ZAP_PORT},
     ssh::{parse_dest, SshDest, SshLoaders},
 };
-use crate::netns::Netns;
+use crate::{
+    child::die_with_parent,
+    netns::Netns,
+    ports::{HTTP_PORT, ZAP_PORT},
+};
 use rxsteer_records::{LoaderIo, Proto, Scenario};
 use rxsteer_tune::cpus::format_cpu_list;
 

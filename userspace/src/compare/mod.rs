@@ -20,7 +20,7 @@ pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{
-    run::{ratio_in, Environments, Setup},
+    run::{ratio_in, Environments},
     Proto, Row, RunDoc,
 };
 use std::{
@@ -33,7 +33,7 @@ use crate::{
     privilege::{self, Cap},
     signals::stop_on_signals,
 };
-use load::{LoadSpec, Loader};
+use load::LoadSpec;
 use rxsteer_tune::cpus::online_cpus;
 use screen::{Done, Screen};
 use session::ModeSession;
@@ -76,23 +76,36 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     match &args.iface {
-        None => sites::run_lab(args, &roles, online.len(), &dir, tui, &stop),
-        Some(iface) => sites::run_iface(args, iface, &roles, &dir, tui, &stop),
+        None => {
+            let lab = sites::Lab::create(&roles, online.len())?;
+            let result = measure(args, lab.prepared(), &dir, tui, &stop);
+            drop(lab);
+            result?;
+            eprintln!("rxsteer compare: stored in {}; lab removed", dir.display());
+        }
+        Some(iface) => {
+            measure(args, sites::iface(args, iface, &roles)?, &dir, tui, &stop)?;
+            eprintln!("rxsteer compare: stored in {}", dir.display());
+        }
     }
+    Ok(())
 }
 
 /// Every repetition, mode and protocol; then run.json and the report.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn measure(
+fn measure(
     args: &CompareArgs,
-    site: &Site,
-    loader: &Loader,
-    setup: Setup,
-    caveat: Option<String>,
+    prepared: sites::Prepared,
     dir: &Path,
     tui: bool,
     stop: &AtomicBool,
 ) -> Result<()> {
+    let sites::Prepared {
+        site,
+        loader,
+        setup,
+        caveat,
+    } = prepared;
+    let (site, loader) = (&site, &loader);
     let loaded = gate::quiet_machine(args.force, args.quiet_wait, stop)?;
     let env_before = figures::environment();
     let mut screen = Screen::new(tui, caveat.clone());

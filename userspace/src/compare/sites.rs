@@ -1,14 +1,14 @@
 //! Where a comparison runs: the embedded lab (namespaces, a one-queue veth, the NAPI thread
 //! pinned as the receive core) or a real interface on this host, each with its loader.
+//! Each is prepared here and handed back; the caller measures on it.
 use anyhow::Result;
 use rxsteer_records::run::{Setup, SiteKind};
-use std::{path::Path, sync::atomic::AtomicBool};
 
 use super::{
     args::CompareArgs,
     figures,
     load::{self, Loader, LoaderArg},
-    measure, ssh,
+    ssh,
 };
 use crate::{
     lab::{EmbeddedLab, Roles},
@@ -33,71 +33,89 @@ impl Site<'_> {
     }
 }
 
-pub fn run_lab(
-    args: &CompareArgs,
-    roles: &Roles,
-    cpus: usize,
-    dir: &Path,
-    tui: bool,
-    stop: &AtomicBool,
-) -> Result<()> {
-    for n in EmbeddedLab::remove_leftovers()? {
-        eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
-    }
-    crate::host::remove_orphaned_state()?;
-    let caveat = rxsteer_records::small_machine_caveat(cpus);
-    eprintln!(
-        "rxsteer compare: the embedded lab: {}",
-        crate::lab::describe(roles)
-    );
-    if let Some(c) = &caveat {
-        eprintln!("rxsteer compare: note: {c}");
-    }
-    let lab = EmbeddedLab::create(roles)?;
-    let targets = roles.steer_targets();
-    let site = Site {
-        ns: Some(&lab.veth.server),
-        server_dev: lab.veth.server_dev.clone(),
-        bind_ip: lab.veth.server_ip.to_string(),
-        target_ip: lab.veth.server_ip.to_string(),
-        server_cpus: roles.server_cpus.clone(),
-        // With no free CPU (1-2 CPUs) steering can only go to the server CPUs themselves.
-        steer_targets: if targets.is_empty() {
-            roles.server_cpus.clone()
-        } else {
-            targets
-        },
-    };
-    let loader = Loader::Lab {
-        ns: &lab.veth.client,
-        cpus: roles.loader_cpus.clone(),
-    };
-    let setup = Setup {
-        kind: SiteKind::Lab,
-        iface: lab.veth.server_dev.clone(),
-        roles: Some(roles.clone()),
-        lab: Some(lab.settings(roles)),
-        server_cpus: None,
-        loader: None,
-        steer_targets: site.steer_targets.clone(),
-        qsize: 2048,
-        nic: figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev),
-    };
-    let result = measure(args, &site, &loader, setup, caveat, dir, tui, stop);
-    drop(lab);
-    result?;
-    eprintln!("rxsteer compare: stored in {}; lab removed", dir.display());
-    Ok(())
+/// Everything a comparison measures on: the site, its loader, and what run.json says of them.
+pub struct Prepared<'a> {
+    pub site: Site<'a>,
+    pub loader: Loader<'a>,
+    pub setup: Setup,
+    pub caveat: Option<String>,
 }
 
-pub fn run_iface(
-    args: &CompareArgs,
-    iface: &str,
-    roles: &Roles,
-    dir: &Path,
-    tui: bool,
-    stop: &AtomicBool,
-) -> Result<()> {
+/// The embedded lab, built for a comparison and removed when dropped.
+pub struct Lab {
+    lab: EmbeddedLab,
+    roles: Roles,
+    caveat: Option<String>,
+}
+
+impl Lab {
+    /// Removes what an earlier, killed run left, and builds the lab.
+    pub fn create(roles: &Roles, cpus: usize) -> Result<Self> {
+        for n in EmbeddedLab::remove_leftovers()? {
+            eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
+        }
+        crate::host::remove_orphaned_state()?;
+        let caveat = rxsteer_records::small_machine_caveat(cpus);
+        eprintln!(
+            "rxsteer compare: the embedded lab: {}",
+            crate::lab::describe(roles)
+        );
+        if let Some(c) = &caveat {
+            eprintln!("rxsteer compare: note: {c}");
+        }
+        Ok(Self {
+            lab: EmbeddedLab::create(roles)?,
+            roles: roles.clone(),
+            caveat,
+        })
+    }
+
+    pub fn prepared(&self) -> Prepared<'_> {
+        let (lab, roles) = (&self.lab, &self.roles);
+        let site = Site {
+            ns: Some(&lab.veth.server),
+            server_dev: lab.veth.server_dev.clone(),
+            bind_ip: lab.veth.server_ip.to_string(),
+            target_ip: lab.veth.server_ip.to_string(),
+            server_cpus: roles.server_cpus.clone(),
+            steer_targets: steer_targets(roles),
+        };
+        let setup = Setup {
+            kind: SiteKind::Lab,
+            iface: lab.veth.server_dev.clone(),
+            roles: Some(roles.clone()),
+            lab: Some(lab.settings(roles)),
+            server_cpus: None,
+            loader: None,
+            steer_targets: site.steer_targets.clone(),
+            qsize: 2048,
+            nic: figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev),
+        };
+        Prepared {
+            site,
+            loader: Loader::Lab {
+                ns: &lab.veth.client,
+                cpus: roles.loader_cpus.clone(),
+            },
+            setup,
+            caveat: self.caveat.clone(),
+        }
+    }
+}
+
+/// With no free CPU (1-2 CPUs) steering can only go to the server CPUs themselves.
+fn steer_targets(roles: &Roles) -> Vec<u32> {
+    let targets = roles.steer_targets();
+    if targets.is_empty() {
+        roles.server_cpus.clone()
+    } else {
+        targets
+    }
+}
+
+/// A real interface of this host, with the loader the flags name (checked and prepared before
+/// anything on this host changes).
+pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<'static>> {
     crate::iface::require_up(iface)?;
     let external = args.loader == [LoaderArg::External];
     let target_ip = match args.target_ip {
@@ -105,22 +123,16 @@ pub fn run_iface(
         None if external => "0.0.0.0".into(),
         None => crate::iface::ipv4_of(iface)?.to_string(),
     };
-    let targets = roles.steer_targets();
     let site = Site {
         ns: None,
         server_dev: iface.into(),
         bind_ip: "0.0.0.0".into(),
         target_ip,
         server_cpus: roles.server_cpus.clone(),
-        steer_targets: if targets.is_empty() {
-            roles.server_cpus.clone()
-        } else {
-            targets
-        },
+        steer_targets: steer_targets(roles),
     };
     let ssh = load::ssh_dests(&args.loader)?;
     let loader = if !ssh.is_empty() {
-        // Checked and prepared before anything on this host changes.
         Loader::Ssh(ssh::SshLoaders::prepare(
             ssh,
             args.ssh_config.clone(),
@@ -158,7 +170,10 @@ pub fn run_iface(
         qsize: 2048,
         nic: figures::iface_facts(None, iface),
     };
-    measure(args, &site, &loader, setup, None, dir, tui, stop)?;
-    eprintln!("rxsteer compare: stored in {}", dir.display());
-    Ok(())
+    Ok(Prepared {
+        site,
+        loader,
+        setup,
+        caveat: None,
+    })
 }

@@ -1,0 +1,88 @@
+//! Child processes rxsteer starts and must not leave behind: started where the server side
+//! lives (a namespace or this host), tied to rxsteer's life, read until ready, and stopped
+//! with a grace period.
+use anyhow::{bail, Context, Result};
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+/// A program run where the server side lives: in the lab's server namespace, or on this host.
+pub fn command_at(ns: Option<&crate::netns::Netns>, program: &Path) -> Command {
+    let mut c = match ns {
+        Some(ns) => ns.command(&program.display().to_string()),
+        None => Command::new(program),
+    };
+    die_with_parent(&mut c);
+    c
+}
+
+/// The child gets SIGTERM when rxsteer dies, however it dies (SIGKILL included): attach then
+/// reverts the mode and the server and load generators stop, instead of steering on as
+/// orphans. (The setting survives the exec of `ip netns exec` and of the program.)
+pub fn die_with_parent(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// SIGTERM, then up to 10 s for a clean exit (attach reverts tuning), then SIGKILL.
+pub fn terminate(c: &mut Child) -> std::process::ExitStatus {
+    if let Ok(Some(s)) = c.try_wait() {
+        return s;
+    }
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.try_wait() {
+            Ok(Some(s)) => return s,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = c.kill();
+                return c.wait().expect("wait after kill");
+            }
+        }
+    }
+}
+
+/// Waits for a line containing `needle` on the child's stderr (at most 30 s), then keeps
+/// draining the rest so the child never blocks on a full pipe.
+pub fn wait_for(child: &mut Child, needle: &str) -> Result<()> {
+    let err = child.stderr.take().context("stderr")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                // Nobody listens any more: keep draining.
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return Ok(()),
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                bail!("did not say {needle:?} within 30 s: {}", seen.trim())
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                bail!("exited before it was ready: {}", seen.trim())
+            }
+        }
+    }
+}
