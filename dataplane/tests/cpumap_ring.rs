@@ -12,6 +12,7 @@ fn online() -> Vec<u32> {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn a_full_cpumap_ring_is_counted_not_silent() {
     let cpus = online();
     let last = *cpus.last().unwrap();

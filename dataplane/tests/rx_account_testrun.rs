@@ -46,6 +46,7 @@ fn packets(s: &RxStats, c: Class) -> u64 {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn classes_are_counted_exactly() {
     let frames = [
         Spec::tcp(Ip::V4, 40000, 8080).build(),           // HTTP SYN
@@ -88,6 +89,7 @@ fn classes_are_counted_exactly() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn unconfigured_ports_are_plain_tcp() {
     let s = run_frames(&[
         Spec::tcp(Ip::V4, 40000, 80).build(),

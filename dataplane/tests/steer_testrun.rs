@@ -61,6 +61,7 @@ fn arrivals(counters: &rxsteer_dataplane::Counters, class: Class) -> BTreeMap<u3
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn flows_land_exactly_where_the_hash_says_and_spread_over_the_set() {
     let cpus = online();
     let sets = SteerSets {
@@ -98,6 +99,7 @@ fn flows_land_exactly_where_the_hash_says_and_spread_over_the_set() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn one_flow_always_lands_on_one_cpu_ipv6_too() {
     let cpus = online();
     let sets = SteerSets {
@@ -116,6 +118,7 @@ fn one_flow_always_lands_on_one_cpu_ipv6_too() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn each_class_follows_its_own_set() {
     let cpus = online();
     let (first, last) = (cpus[0], *cpus.last().unwrap());
@@ -158,6 +161,7 @@ fn each_class_follows_its_own_set() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn a_default_set_steers_other_traffic() {
     let cpus = online();
     let last = *cpus.last().unwrap();
@@ -183,6 +187,7 @@ fn a_default_set_steers_other_traffic() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn bad_sets_and_queue_sizes_are_refused() {
     let cpus = online();
     let bad = |s: SteerSets| s.validate(&cpus).unwrap_err().to_string();

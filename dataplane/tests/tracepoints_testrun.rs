@@ -16,6 +16,7 @@ fn last_cpu() -> u32 {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn xdp_tracepoint_arguments_land_in_their_counters() {
     let mut dp = Dataplane::load(&PortConfig::default()).unwrap();
     let cpu = last_cpu();
@@ -72,6 +73,7 @@ fn xdp_tracepoint_arguments_land_in_their_counters() {
 }
 
 #[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
 fn softirq_runs_and_time_are_per_vector() {
     let mut dp = Dataplane::load(&PortConfig::default()).unwrap();
     let cpu = last_cpu();

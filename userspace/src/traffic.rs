@@ -1,6 +1,7 @@
-//! A bounded closed-loop TCP request/response load for the lab, until rxload (the real load
-//! generator, its own issue) replaces it: one request in flight per connection, fixed-size
-//! echo, every exchange counted. It stops by itself at the deadline.
+//! The small load `rxsteer lab` observes: a bounded closed-loop TCP echo inside the lab's
+//! namespaces, one request in flight per connection, every exchange counted, stopping by
+//! itself at the deadline. It keeps `lab` a self-contained look at where receive work lands,
+//! needing neither `rxsteer serve` nor rxload; the measured comparison (`compare`) uses those.
 use anyhow::{Context, Result};
 use std::{
     io::{Read, Write},

@@ -8,15 +8,12 @@ use serde_json::Value;
 use served::Served;
 use std::{path::PathBuf, process::Command};
 
-/// The aarch64 binaries' folder, or None (with the reason printed) outside `cargo xtask test`.
-fn aarch64_dir() -> Option<PathBuf> {
-    match std::env::var_os("RXSTEER_AARCH64_BIN") {
-        Some(d) => Some(PathBuf::from(d)),
-        None => {
-            eprintln!("skipped: RXSTEER_AARCH64_BIN is not set (cargo xtask test sets it after the cross build)");
-            None
-        }
-    }
+/// The aarch64 binaries' folder. Run without it (the test is ignored unless asked for), it
+/// fails: a missing build is not a pass.
+fn aarch64_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("RXSTEER_AARCH64_BIN").expect(
+        "RXSTEER_AARCH64_BIN is not set: cargo xtask test sets it after the aarch64 cross build",
+    ))
 }
 
 fn qemu(dir: &std::path::Path, bin: &str) -> Command {
@@ -26,8 +23,9 @@ fn qemu(dir: &std::path::Path, bin: &str) -> Command {
 }
 
 #[test]
+#[ignore = "needs the aarch64 build and qemu-user: cargo xtask test provides both (RXSTEER_AARCH64_BIN)"]
 fn aarch64_server_answers_aarch64_rxload_under_qemu() {
-    let Some(dir) = aarch64_dir() else { return };
+    let dir = aarch64_dir();
     // Really aarch64 executables: ELF machine 183 (EM_AARCH64).
     for bin in ["rxsteer", "rxload"] {
         let head = std::fs::read(dir.join(bin)).unwrap();

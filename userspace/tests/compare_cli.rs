@@ -27,6 +27,7 @@ fn compare(args: &[&str], out_dir: &std::path::Path) -> (Value, String, String) 
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
@@ -176,6 +177,7 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn one_mode_one_protocol_and_bad_flags_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare1-{}", std::process::id()));
@@ -268,6 +270,7 @@ fn one_mode_one_protocol_and_bad_flags_named() {
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
@@ -381,6 +384,7 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
@@ -428,6 +432,7 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
     // Closing the terminal (SIGHUP from tmux or ssh) or SIGQUIT is handled like Ctrl-C: the
     // load, the server and the mode stop, the lab goes, and the host is as it was found.

@@ -26,6 +26,7 @@ fn read_run(dir: &std::path::Path) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: attaches to and tunes a veth interface"]
 fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
@@ -58,6 +59,7 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
 }
 
 #[test]
+#[ignore = "needs root: attaches to and tunes a veth interface"]
 fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
     let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-e-{}", std::process::id()));
@@ -135,6 +137,7 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
 }
 
 #[test]
+#[ignore = "needs root: attaches to and tunes a veth interface"]
 fn a_server_port_in_use_is_named_and_the_host_restored() {
     let lab = common::nic_lab('p');
     // Something else already serves 8080 on this "host".

@@ -103,6 +103,7 @@ fn sshd(lab: &VethLab) -> Sshd {
 }
 
 #[test]
+#[ignore = "needs root: runs ssh loaders into a steered veth lab"]
 fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
     let lab = common::nic_lab('s');
     let sshd = sshd(&lab);
@@ -174,6 +175,7 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
 }
 
 #[test]
+#[ignore = "needs root: runs ssh loaders into a steered veth lab"]
 fn an_unreachable_ssh_loader_is_named_before_anything_changes() {
     let lab = common::nic_lab('s');
     let before = lab.server.ip(&["link", "show", &lab.server_dev]).unwrap();

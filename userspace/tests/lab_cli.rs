@@ -20,6 +20,7 @@ fn lab_namespaces() -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs root: builds the veth lab"]
 fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let rx_cpu = *cpus.last().unwrap();

@@ -21,6 +21,7 @@ fn without_caps(args: &[&str]) -> (Option<i32>, String) {
 }
 
 #[test]
+#[ignore = "needs root: runs the commands as nobody to see them refuse"]
 fn kernel_changing_commands_refuse_up_front_naming_what_is_missing() {
     let before = common::host_state();
     for (args, needle) in [
@@ -56,6 +57,7 @@ fn kernel_changing_commands_refuse_up_front_naming_what_is_missing() {
 }
 
 #[test]
+#[ignore = "needs root: runs the commands as nobody to see them refuse"]
 fn server_and_load_generator_run_as_nobody() {
     let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
     let mut c = Command::new("setpriv");

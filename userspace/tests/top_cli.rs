@@ -45,6 +45,7 @@ fn wait_with_timeout(child: &mut Child, limit: Duration) -> std::process::ExitSt
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
     let lab = lab('j');
     let cpus = online_cpus();
@@ -94,6 +95,7 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn signals_stop_it_and_detach() {
     let lab = lab('s');
     for (signal, name) in [
@@ -135,6 +137,7 @@ fn run_top(ns: &rxsteer::netns::Netns, args: &[&str]) -> (i32, String) {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
     let lab = lab('b');
     let dev = lab.server_dev.as_str();
@@ -249,6 +252,7 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn without_privileges_it_names_the_missing_capabilities() {
     // setpriv drops every capability but keeps uid 0: the check must look at capabilities.
     let out = Command::new("setpriv")
@@ -308,6 +312,7 @@ fn send_raw(ns: &rxsteer::netns::Netns, dev: &str, frame: Vec<u8>, count: u32) {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn kernel_diagnostics_reach_rust_log_rate_limited() {
     use rxsteer_common::frames::{Ip, Spec};
     let lab = lab('d');
@@ -346,6 +351,7 @@ fn kernel_diagnostics_reach_rust_log_rate_limited() {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn without_a_terminal_it_prints_lines_instead_of_panicking() {
     // No --json, and stdout a pipe (a script, cron, `ssh host rxsteer top` without -t).
     let lab = lab('n');
@@ -396,6 +402,7 @@ fn has_clsact(ns: &rxsteer::netns::Netns, dev: &str) -> bool {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
 fn tc_witnesses_on_a_clsact_qdisc_of_our_own_are_removed_even_after_sigkill() {
     // Kernels before 6.6 have no TCX: the witnesses hang on a clsact qdisc rxsteer adds.
     let lab = lab('q');

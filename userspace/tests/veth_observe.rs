@@ -31,6 +31,7 @@ fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
+#[ignore = "needs root: attaches XDP in a veth lab"]
 fn udp_is_counted_exactly_on_the_cpu_that_sent_it() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = lab('u');
@@ -83,6 +84,7 @@ fn net_rx_runs(counters: &Counters) -> BTreeMap<u32, u64> {
 }
 
 #[test]
+#[ignore = "needs root: attaches XDP in a veth lab"]
 fn tcp_to_the_http_port_is_http_and_net_rx_runs_match_proc_softirqs() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = lab('t');

@@ -13,6 +13,41 @@ pub fn run(step: &str, cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Runs a `cargo test`, passing its output through, and says at the end which tests did not
+/// run and why (libtest's `ignored, REASON` lines), or that none was skipped.
+pub fn run_tests(cmd: &mut Command) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("test: could not start {cmd:?}"))?;
+    let mut skipped = Vec::new();
+    for line in BufReader::new(child.stdout.take().context("test stdout")?)
+        .lines()
+        .map_while(|l| l.ok())
+    {
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test ") {
+            if let Some((name, why)) = rest.split_once(" ... ignored") {
+                skipped.push(format!("{name}{why}"));
+            }
+        }
+    }
+    let status = child.wait()?;
+    if skipped.is_empty() {
+        println!("xtask test: nothing skipped");
+    } else {
+        println!("xtask test: skipped {} test(s):", skipped.len());
+        for s in &skipped {
+            println!("  {s}");
+        }
+    }
+    if !status.success() {
+        bail!("test failed: {cmd:?} exited with {status}");
+    }
+    Ok(())
+}
+
 /// Runs `cmd` and returns its stdout; fails naming `step`.
 pub fn output(step: &str, cmd: &mut Command) -> Result<String> {
     let out = cmd

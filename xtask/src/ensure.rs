@@ -145,6 +145,12 @@ fn nightly_sysroot() -> Result<PathBuf> {
     }
 }
 
+/// The nightly's rust-src, which the eBPF crate's build-std needs: a rustup component, no
+/// system package (what `cargo xtask lint` needs beyond the stable toolchain).
+pub fn rust_src_only() -> Result<()> {
+    rust_src(&mut Vec::new())
+}
+
 fn rust_src(did: &mut Vec<String>) -> Result<()> {
     let sysroot = nightly_sysroot()?;
     if sysroot.join("lib/rustlib/src/rust/library/core").is_dir() {
