@@ -267,6 +267,29 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         assert!(!out.status.success(), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // A number out of its range is refused by the flag parser: one line naming the flag, the
+    // value and the range, exit 2, before anything starts.
+    for (args, needle) in [
+        (vec!["-d", "100ms"], "\"100ms\" is outside 200ms..=1h"),
+        (vec!["--reps", "0"], "0 is not in 1..=20"),
+        (vec!["--connections", "0"], "0 is not in 1..=10000"),
+        (
+            vec!["--body-size", "70000000"],
+            "70000000 is not in 0..=67108864",
+        ),
+    ] {
+        let out = Command::new(RXSTEER)
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle) && err.contains(args[0]),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

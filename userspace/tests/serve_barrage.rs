@@ -1,8 +1,8 @@
 //! Good traffic keeps flowing while hostile clients attack the server: random bytes,
 //! truncated ZAP frames, huge ZAP length prefixes, header-count overruns, endless headers,
 //! slowloris trickles, and thousands of idle connections, all at once. Good traffic (rxload on
-//! both transports) must keep at least 99.9 % success with its p99 within 2x of the quiet
-//! run (optimised code; a debug test build checks 4x, see below); the server's memory stays
+//! both transports) must get every request answered correctly, with its p99 within 2x of the
+//! quiet run (optimised code; a debug test build checks 4x, see below); the server's memory stays
 //! bounded; timeouts close what clients leave open, and the descriptors come back. `cargo
 //! xtask bench barrage` runs it in release, longer, and stores the figures
 //! (RXSTEER_BARRAGE_SECS). No privileges needed; loopback only; bounded in time.
@@ -241,11 +241,13 @@ fn good_traffic_survives_a_hostile_barrage_and_memory_stays_bounded() {
         ("HTTP", &bad_http, &quiet_http),
         ("ZAP", &bad_zap, &quiet_zap),
     ] {
-        let ok = v["requests"].as_u64().unwrap() as f64;
-        let success = ok / (ok + errors(v) as f64);
+        // rxload validates every response (status and body): every good request must have
+        // got its correct answer, not most of them.
+        let ok = v["requests"].as_u64().unwrap();
         assert!(
-            success >= 0.999,
-            "{name}: success {success} under the barrage: {figures}"
+            ok > 0 && errors(v) == 0,
+            "{name}: {ok} answered, {} failed under the barrage: {figures}",
+            errors(v)
         );
         // The target, within 2x of the quiet p99, holds for optimised code: `cargo xtask
         // bench barrage` runs this test in release and asserts it. An unoptimised test build
@@ -265,9 +267,11 @@ fn good_traffic_survives_a_hostile_barrage_and_memory_stays_bounded() {
             s.attempts.load(Ordering::Relaxed),
             s.answered.load(Ordering::Relaxed),
         );
+        // Every hostile attempt got its defined answer (a status, or a close): a server that
+        // hangs on one of them fails here.
         assert!(
-            tried > 0 && answered > 0,
-            "{k}: {answered} of {tried} got their defined answer"
+            tried > 0 && answered == tried,
+            "{k}: {answered} of {tried} got their defined answer: {figures}"
         );
     }
     // Memory bounded: 2000 idle connections and the attacks do not grow the server past this.

@@ -112,13 +112,64 @@ fn seeds(paths: &Paths, target: &str) -> Result<Vec<Vec<u8>>> {
     })
 }
 
-/// One target's outcome, from libFuzzer's final statistics.
+/// One target's outcome, from libFuzzer's final statistics and its last status line.
 struct Outcome {
     target: String,
     ok: bool,
     runs: u64,
     seconds: f64,
     peak_rss_mb: u64,
+    /// Coverage reached: edges (`cov`) and features (`ft`).
+    cov: u64,
+    ft: u64,
+    /// The corpus at the end: inputs and size as libFuzzer prints it (`287/13Kb`).
+    corpus: String,
+    /// Crash, timeout, leak or out-of-memory inputs left in the artifacts folder.
+    artifacts: Vec<String>,
+}
+
+impl Outcome {
+    fn line(&self) -> String {
+        format!(
+            "{:<16} executions {:>12}  seconds {:>6.0}  peak_rss_mb {:>5}  cov {:>5}  ft {:>6}  corpus {:>10}  {}",
+            self.target,
+            self.runs,
+            self.seconds,
+            self.peak_rss_mb,
+            self.cov,
+            self.ft,
+            self.corpus,
+            match (self.ok, self.artifacts.is_empty()) {
+                (true, true) => "ok".to_string(),
+                (true, false) => format!("ok, but artifacts: {}", self.artifacts.join(" ")),
+                (false, _) => format!("FAILED, artifacts: {}", self.artifacts.join(" ")),
+            }
+        )
+    }
+}
+
+/// `cov`, `ft` and `corp` from libFuzzer's last status line (`#N DONE cov: 512 ft: 1809
+/// corp: 287/13Kb ...`).
+fn coverage(log: &str) -> (u64, u64, String) {
+    let Some(last) = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('#') && l.contains(" cov: "))
+    else {
+        return (0, 0, "-".into());
+    };
+    let after = |key: &str| {
+        last.split_whitespace()
+            .skip_while(|w| *w != key)
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    (
+        after("cov:").parse().unwrap_or(0),
+        after("ft:").parse().unwrap_or(0),
+        after("corp:"),
+    )
 }
 
 fn stat(log: &str, key: &str) -> u64 {
@@ -172,42 +223,34 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
             .output()
             .context("running cargo fuzz")?;
         let log = String::from_utf8_lossy(&out.stderr);
+        let (cov, ft, corpus) = coverage(&log);
+        let mut left: Vec<String> = std::fs::read_dir(&artifacts)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
         let o = Outcome {
             target: t.clone(),
             ok: out.status.success(),
             runs: stat(&log, "stat::number_of_executed_units"),
             seconds: started.elapsed().as_secs_f64(),
             peak_rss_mb: stat(&log, "stat::peak_rss_mb"),
+            cov,
+            ft,
+            corpus,
+            artifacts: left,
         };
         if !o.ok {
             let tail: Vec<&str> = log.lines().rev().take(40).collect();
             eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
         }
-        eprintln!(
-            "fuzz {:<16} {} runs in {:.0} s, peak RSS {} MiB: {}",
-            o.target,
-            o.runs,
-            o.seconds,
-            o.peak_rss_mb,
-            if o.ok {
-                "no crash"
-            } else {
-                "FAILED (input saved in target/fuzz/artifacts)"
-            }
-        );
+        // The same one line per target in every run, CI's short ones included.
+        eprintln!("fuzz {}", o.line());
         outcomes.push(o);
     }
     let mut report = String::new();
     for o in &outcomes {
-        writeln!(
-            report,
-            "{:<16} executions {:>12}  seconds {:>6.0}  peak_rss_mb {:>5}  {}",
-            o.target,
-            o.runs,
-            o.seconds,
-            o.peak_rss_mb,
-            if o.ok { "ok" } else { "CRASH" }
-        )?;
+        writeln!(report, "{}", o.line())?;
     }
     let failed = outcomes.iter().filter(|o| !o.ok).count();
     if args.store {
@@ -218,9 +261,26 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
             .map_or(format!("--seconds {}", args.seconds), |n| {
                 format!("--runs {n}")
             });
-        let head = format!(
+        let commit = cmd::output(
+            "fuzz (git rev-parse)",
+            Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .current_dir(&paths.root),
+        )
+        .unwrap_or_else(|_| "unknown".into());
+        let dirty = Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .current_dir(&paths.root)
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty());
+        let head =
+            format!(
             "# cargo xtask fuzz {limit} (cargo-fuzz {CARGO_FUZZ_VERSION}, libFuzzer with ASan, \
-             -malloc_limit_mb=256), kernel {}\n",
+             -malloc_limit_mb=256), commit {}{}, kernel {}\n\
+             # cov: edges covered, ft: features, corpus: inputs/bytes at the end; artifacts: \
+             crash, timeout, leak or OOM inputs (none means none were written)\n",
+            commit.trim(),
+            if dirty { " (with uncommitted changes)" } else { "" },
             kernel.trim()
         );
         std::fs::write(dir.join("output.txt"), head + &report)?;
@@ -232,4 +292,21 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
         bail!("{failed} fuzz target(s) failed");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coverage_comes_from_the_last_status_line() {
+        let log = "INFO: seed corpus: files: 5\n\
+                   #2\tINITED cov: 40 ft: 41 corp: 5/120b exec/s: 0 rss: 30Mb\n\
+                   #1000\tNEW    cov: 77 ft: 90 corp: 9/300b lim: 4 exec/s: 0 rss: 31Mb\n\
+                   #20000\tDONE   cov: 512 ft: 1809 corp: 287/13Kb lim: 4096 exec/s: 95238 rss: 554Mb\n\
+                   stat::number_of_executed_units: 20000\n";
+        assert_eq!(coverage(log), (512, 1809, "287/13Kb".to_string()));
+        assert_eq!(stat(log, "stat::number_of_executed_units"), 20000);
+        assert_eq!(coverage("no status"), (0, 0, "-".to_string()));
+    }
 }

@@ -103,8 +103,8 @@ pub struct CompareArgs {
     /// arm with and without them.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_frags: FragsArg,
-    /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds).
-    #[arg(long, short = 'd', default_value = "5s", value_parser = parse_seconds)]
+    /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds), 200ms to 1h.
+    #[arg(long, short = 'd', default_value = "5s", value_parser = parse_measured)]
     pub duration: Duration,
     /// Warm-up before each load's measured window (excluded from every figure).
     #[arg(long, default_value = "1s", value_parser = parse_seconds)]
@@ -153,6 +153,15 @@ pub struct CompareArgs {
     pub target_ip: Option<std::net::Ipv4Addr>,
     #[command(flatten)]
     pub roles: crate::lab::RoleArgs,
+}
+
+/// A measured window: [`parse_seconds`], at least 200 ms (shorter holds too few samples).
+pub fn parse_measured(s: &str) -> Result<Duration, String> {
+    let d = parse_seconds(s)?;
+    if d < Duration::from_millis(200) {
+        return Err(format!("{s:?} is outside 200ms..=1h"));
+    }
+    Ok(d)
 }
 
 pub fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -234,9 +243,6 @@ impl CompareArgs {
             bail!("--loader, --target-ip and --ssh-config go with --iface (the lab has its own loader)");
         }
         load::ssh_dests(&self.loader)?;
-        if self.duration < Duration::from_millis(200) {
-            bail!("--duration {:?}: at least 200ms", self.duration);
-        }
         Ok(())
     }
 }
@@ -289,5 +295,9 @@ mod tests {
             .unwrap_err()
             .contains("not a duration"));
         assert!(parse_seconds("2h").unwrap_err().contains("at most"));
+        assert!(parse_measured("100ms")
+            .unwrap_err()
+            .contains("outside 200ms..=1h"));
+        assert_eq!(parse_measured("1").unwrap(), Duration::from_secs(1));
     }
 }
