@@ -235,6 +235,43 @@ mod tests {
     }
 
     #[test]
+    fn a_192_cpu_run_names_the_busiest_cpus_and_folds_the_rest() {
+        let per_cpu = |busy: &[usize], v: f64| -> Vec<f64> {
+            (0..192)
+                .map(|c| if busy.contains(&c) { v } else { 1.0 })
+                .collect()
+        };
+        let split = serde_json::json!({"server": 100.0, "loader": 0.0, "net_rx": 50.0, "receive_kthread": 0.0,
+            "other_softirq": 0.0, "irq": 0.0, "other": 0.0, "idle": 850.0});
+        let row = |mode: &str, busy: &[usize]| {
+            serde_json::json!({"rep": 0, "mode": mode, "proto": "http", "req_per_s": 100.0, "p99_us": 900,
+                "receive_ms_per_s": per_cpu(busy, 500.0), "kthread_ms_per_s": per_cpu(&[], 0.0),
+                "packets_per_s": per_cpu(busy, 1000.0), "stack_packets_per_s": per_cpu(busy, 900.0),
+                "tx_packets_per_s": per_cpu(busy, 800.0),
+                "time_ms_per_s": vec![split.clone(); 192]})
+        };
+        let v = serde_json::json!({"cpus": 192, "seconds": 4, "connections": 32,
+            "runs": [row("none", &[0]), row("cpumap", &[0, 40, 41, 42, 43, 44, 45, 46, 191])]});
+        let md = render(&doc(v.clone())).unwrap();
+        let receive = md
+            .lines()
+            .find(|l| l.starts_with("| arm | protocol | CPU 0 |"))
+            .expect("the receive table");
+        // 8 named CPUs (the busiest in any load) and one column for the other 184.
+        assert!(
+            receive.contains("| CPU 0 | CPU 40 |") && receive.contains("| other 184 CPUs (sum) |"),
+            "{receive}"
+        );
+        assert!(!receive.contains("CPU 191"), "only 8 named: {receive}");
+        assert!(md.contains("With 192 CPUs the table names the 8"), "{md}");
+        assert!(md.contains("| XDP cpumap | HTTP/1.1 | 500 | 500 |"), "{md}");
+        let rows = markdown::time_rows(&doc(v), "cpumap");
+        assert_eq!(rows.len(), 9, "8 CPUs and the mean of the rest");
+        assert_eq!(rows[8].0, "other 184 CPUs (mean) HTTP/1.1");
+        assert_eq!(rows[8].1.idle, 850.0);
+    }
+
+    #[test]
     fn writes_the_report_and_charts_from_the_directory() {
         let dir = std::env::temp_dir().join(format!("rxsteer-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -14,6 +14,70 @@ fn is_untuned(arm: &str) -> bool {
     split_arm(arm).0 == Mode::None
 }
 
+/// Per-CPU tables name every CPU up to this many.
+const ALL_CPUS_UP_TO: usize = 16;
+/// Past that, they name this many (those with the most receive work in any row) and give the
+/// rest one column.
+const NAMED_CPUS: usize = 8;
+
+/// The CPUs a per-CPU table or chart names, and the ones it folds into one "other" column.
+struct Columns {
+    named: Vec<usize>,
+    rest: Vec<usize>,
+}
+
+impl Columns {
+    fn of(run: &RunDoc, cpus: usize) -> Self {
+        if cpus <= ALL_CPUS_UP_TO {
+            return Self {
+                named: (0..cpus).collect(),
+                rest: vec![],
+            };
+        }
+        let peak: Vec<f64> = (0..cpus)
+            .map(|c| {
+                run.runs
+                    .iter()
+                    .filter_map(|r| r.receive_ms_per_s.get(c))
+                    .fold(0.0, |a: f64, &b| a.max(b))
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..cpus).collect();
+        order.sort_by(|&a, &b| peak[b].total_cmp(&peak[a]).then(a.cmp(&b)));
+        let mut named = order[..NAMED_CPUS].to_vec();
+        named.sort_unstable();
+        let rest = (0..cpus).filter(|c| !named.contains(c)).collect();
+        Self { named, rest }
+    }
+
+    /// "CPU 3", ..., and "other 184 CPUs (sum)".
+    fn names(&self, what: &str) -> Vec<String> {
+        let mut n: Vec<String> = self
+            .named
+            .iter()
+            .map(|c| format!("CPU {c}{what}"))
+            .collect();
+        if !self.rest.is_empty() {
+            n.push(format!("other {} CPUs (sum){what}", self.rest.len()));
+        }
+        n
+    }
+
+    /// The named CPUs' values, then the sum of the rest.
+    fn values(&self, per_cpu: &[f64]) -> Vec<f64> {
+        let at = |c: &usize| per_cpu.get(*c).copied().unwrap_or(0.0);
+        let mut v: Vec<f64> = self.named.iter().map(at).collect();
+        if !self.rest.is_empty() {
+            v.push(self.rest.iter().map(at).sum());
+        }
+        v
+    }
+
+    fn len(&self) -> usize {
+        self.named.len() + usize::from(!self.rest.is_empty())
+    }
+}
+
 fn has_runs(run: &RunDoc) -> Result<()> {
     if run.runs.is_empty() {
         bail!("run.json has no runs");
@@ -229,9 +293,13 @@ pub fn render(run: &RunDoc) -> Result<String> {
     }
     writeln!(o, "## Where the receive work went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows (NET_RX softirq + receive kthreads: cpumap and threaded NAPI), mean over repetitions; imbalance is the busiest CPU over the mean (1.0 = even).\n")?;
+    let columns = Columns::of(run, cpus);
+    if !columns.rest.is_empty() {
+        writeln!(o, "With {cpus} CPUs the table names the {NAMED_CPUS} with the most receive work in any load and sums the other {}.\n", columns.rest.len())?;
+    }
     write!(o, "| arm | protocol |")?;
-    for c in 0..cpus {
-        write!(o, " CPU {c} |")?;
+    for name in columns.names("") {
+        write!(o, " {name} |")?;
     }
     writeln!(
         o,
@@ -240,14 +308,14 @@ pub fn render(run: &RunDoc) -> Result<String> {
     writeln!(
         o,
         "|---|---|{}---|---|---|---|---|---|",
-        "---|".repeat(cpus)
+        "---|".repeat(columns.len())
     )?;
     for a in &arms {
         for &p in &protos {
             let mine = run.of(a, p);
             let total = |f: fn(&Row) -> u64| mine.iter().map(|r| f(r)).sum::<u64>();
             write!(o, "| {} | {} |", label(a), p.label())?;
-            for v in mean_per_cpu(&mine, |r| Some(&r.receive_ms_per_s), cpus) {
+            for v in columns.values(&mean_per_cpu(&mine, |r| Some(&r.receive_ms_per_s), cpus)) {
                 write!(o, " {v:.0} |")?;
             }
             let kthread: f64 = mean_per_cpu(&mine, |r| Some(&r.kthread_ms_per_s), cpus)
@@ -330,22 +398,31 @@ fn witness_section(
         "\n## Where the driver received, where the stack ran, where replies left\n"
     )?;
     writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode after GRO, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
+    let columns = Columns::of(run, cpus);
     write!(o, "| arm | protocol |")?;
-    for c in 0..cpus {
-        write!(o, " CPU {c}: XDP / stack / tx |")?;
+    for name in columns.names(": XDP / stack / tx") {
+        write!(o, " {name} |")?;
     }
-    writeln!(o, "\n|---|---|{}", "---|".repeat(cpus))?;
+    writeln!(o, "\n|---|---|{}", "---|".repeat(columns.len()))?;
     for a in arms {
         for &p in protos {
             let mine = run.of(a, p);
             if mine.iter().all(|r| r.stack_packets_per_s.is_none()) {
                 continue;
             }
-            let xdp = mean_per_cpu(&mine, |r| Some(&r.packets_per_s), cpus);
-            let stack = mean_per_cpu(&mine, |r| r.stack_packets_per_s.as_deref(), cpus);
-            let tx = mean_per_cpu(&mine, |r| r.tx_packets_per_s.as_deref(), cpus);
+            let xdp = columns.values(&mean_per_cpu(&mine, |r| Some(&r.packets_per_s), cpus));
+            let stack = columns.values(&mean_per_cpu(
+                &mine,
+                |r| r.stack_packets_per_s.as_deref(),
+                cpus,
+            ));
+            let tx = columns.values(&mean_per_cpu(
+                &mine,
+                |r| r.tx_packets_per_s.as_deref(),
+                cpus,
+            ));
             write!(o, "| {} | {} |", label(a), p.label())?;
-            for c in 0..cpus {
+            for c in 0..columns.len() {
                 write!(
                     o,
                     " {} / {} / {} |",
@@ -368,26 +445,42 @@ fn kilo(v: f64) -> String {
     }
 }
 
-/// One arm's time split per CPU and protocol, mean over repetitions (ms per second).
+/// One arm's time split per CPU and protocol, mean over repetitions (ms per second). Past
+/// [`ALL_CPUS_UP_TO`] CPUs: the [`Columns`] CPUs, and one row for the mean of the rest.
 pub fn time_rows(run: &RunDoc, arm: &str) -> Vec<(String, TimeSplit)> {
     let mut out = Vec::new();
+    let cpus = run
+        .runs
+        .iter()
+        .filter_map(|r| r.time_ms_per_s.as_ref().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    let columns = Columns::of(run, cpus);
     for p in run.dims().1 {
         let splits: Vec<&Vec<TimeSplit>> = run
             .of(arm, p)
             .into_iter()
             .filter_map(|r| r.time_ms_per_s.as_ref())
             .collect();
-        let cpus = splits.iter().map(|s| s.len()).max().unwrap_or(0);
-        for c in 0..cpus {
+        let mean_of = |cs: &[usize]| {
             let mut sum = TimeSplit::default();
             let mut n = 0.0;
             for s in &splits {
-                if let Some(t) = s.get(c) {
+                for t in cs.iter().filter_map(|&c| s.get(c)) {
                     sum.add(t);
                     n += 1.0;
                 }
             }
-            out.push((format!("CPU {c} {}", p.label()), sum.scaled(1.0 / n)));
+            (n > 0.0).then(|| sum.scaled(1.0 / n))
+        };
+        for &c in &columns.named {
+            if let Some(t) = mean_of(&[c]) {
+                out.push((format!("CPU {c} {}", p.label()), t));
+            }
+        }
+        if let Some(t) = mean_of(&columns.rest) {
+            let n = columns.rest.len();
+            out.push((format!("other {n} CPUs (mean) {}", p.label()), t));
         }
     }
     out

@@ -142,8 +142,14 @@ pub fn bars(
 pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     let cpus = cells.iter().map(Vec::len).max().unwrap_or(0);
     let left = 60.0;
-    let cell_w = ((W - left - 20.0) / cells.len().max(1) as f64).min(40.0);
-    let cell_h = (20.0f64).min(220.0 / cpus.max(1) as f64);
+    // Sizes in half pixels, so the coordinates written (one decimal) add up exactly and
+    // neighbouring cells neither overlap nor leave gaps.
+    let half = |v: f64| (v * 2.0).floor() / 2.0;
+    let cell_w = half(((W - left - 20.0) / cells.len().max(1) as f64).min(40.0)).max(0.5);
+    // Rows shrink to 4 px (192 CPUs: 768 px) and the chart grows past that; a CPU label goes
+    // on every `step`-th row, so labels stay 14 px apart and never overlap.
+    let cell_h = half(440.0 / cpus.max(1) as f64).clamp(4.0, 20.0);
+    let step = label_step(cell_h);
     let height = 60.0 + cell_h * cpus as f64 + 70.0;
     let mut o = String::new();
     let _ = write!(
@@ -154,12 +160,14 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     );
     for cpu in 0..cpus {
         let y = 40.0 + cell_h * cpu as f64;
-        let _ = write!(
-            o,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">CPU {cpu}</text>"#,
-            left - 6.0,
-            y + cell_h * 0.7
-        );
+        if cpu % step == 0 {
+            let _ = write!(
+                o,
+                r#"<text x="{}" y="{:.1}" text-anchor="end">CPU {cpu}</text>"#,
+                left - 6.0,
+                y + (cell_h * 0.7).max(4.0)
+            );
+        }
         for (t, col) in cells.iter().enumerate() {
             let v = col.get(cpu).copied().unwrap_or(0.0);
             let share = (v / 1000.0).clamp(0.0, 1.0);
@@ -201,6 +209,11 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
     o
 }
 
+/// Every how many rows of `cell_h` px a 12 px label fits with room to spare (14 px apart).
+fn label_step(cell_h: f64) -> usize {
+    (14.0 / cell_h).ceil().max(1.0) as usize
+}
+
 /// The colours of a CPU's time parts, in `breakdown::PARTS` order.
 const PART_COLORS: [&str; 8] = [
     "#2563eb", "#9ca3af", "#dc2626", "#f97316", "#facc15", "#a855f7", "#4b5563", "#f3f4f6",
@@ -209,7 +222,13 @@ const PART_COLORS: [&str; 8] = [
 /// One horizontal bar per row (a CPU under one protocol), split into where its time went
 /// (ms per second, the bar's full width = 1000).
 pub fn stacked(title: &str, rows: &[(String, TimeSplit)]) -> String {
-    let (left, top, bar_h) = (120.0, 40.0, 18.0);
+    // Room for the longest row label at about 7 px a character.
+    let longest = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let (left, top, bar_h) = ((7.0 * longest as f64 + 12.0).max(120.0), 40.0, 18.0);
     let plot_w = W - left - 20.0;
     let height = top + (bar_h + 6.0) * rows.len() as f64 + 60.0;
     let mut o = String::new();
@@ -302,6 +321,73 @@ mod tests {
         assert!(s.contains("cpumap &lt;receive&gt;"), "escaped");
         assert_eq!(shade(0.0), "rgb(255,255,255)");
         assert_ne!(shade(1.0), shade(0.5));
+    }
+
+    /// The numbers of attribute `name` on the elements that start with `tag`.
+    fn attr(svg: &str, tag: &str, name: &str) -> Vec<f64> {
+        svg.split(tag)
+            .skip(1)
+            .filter_map(|e| {
+                let e = &e[..e.find('>')?];
+                let v = e.split(&format!(" {name}=\"")).nth(1)?;
+                v[..v.find('"')?].parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn heatmaps_at_20_64_and_192_cpus_keep_every_cpu_and_labels_apart() {
+        for cpus in [20usize, 64, 192] {
+            let cells: Vec<Vec<f64>> = (0..30)
+                .map(|t| (0..cpus).map(|c| ((c * 7 + t) % 1000) as f64).collect())
+                .collect();
+            let svg = heatmap("many", &cells);
+            // Every CPU has a cell per sample.
+            for c in 0..cpus {
+                assert!(
+                    svg.contains(&format!("<title>CPU {c}, sample 29:")),
+                    "CPU {c} of {cpus}"
+                );
+            }
+            assert_eq!(svg.matches("<title>CPU").count(), cpus * 30);
+            // Labels: CPU 0 labelled, each 14 px or more below the one before, all inside.
+            let height = attr(&svg, "<svg", "height")[0];
+            let labels: Vec<f64> = svg
+                .split("<text")
+                .skip(1)
+                .filter(|t| t.contains(">CPU "))
+                .filter_map(|t| {
+                    let v = t.split(" y=\"").nth(1)?;
+                    v[..v.find('"')?].parse().ok()
+                })
+                .collect();
+            assert!(svg.contains(">CPU 0</text>"));
+            assert!(labels.len() >= 10, "{cpus} CPUs: {} labels", labels.len());
+            for w in labels.windows(2) {
+                assert!(w[1] - w[0] >= 14.0, "{cpus} CPUs: labels at {w:?} overlap");
+            }
+            // Rows neither overlap nor leave the picture.
+            // The first column's cells (sample 0), one per CPU.
+            let first: String = svg
+                .split("<rect")
+                .filter(|r| r.contains(", sample 0:"))
+                .map(|r| format!("<rect{r}"))
+                .collect();
+            let ys = attr(&first, "<rect", "y");
+            let hs = attr(&first, "<rect", "height");
+            assert_eq!(ys.len(), cpus);
+            for (i, w) in ys.windows(2).enumerate() {
+                assert!(
+                    w[1] >= w[0] + hs[i] - 0.05,
+                    "{cpus} CPUs: rows {i} and {} overlap",
+                    i + 1
+                );
+            }
+            assert!(
+                ys[cpus - 1] + hs[cpus - 1] < height - 60.0,
+                "{cpus} CPUs: cut at the bottom"
+            );
+        }
     }
 
     #[test]

@@ -212,12 +212,26 @@ fn print_text(rx: &mpsc::Receiver<Sample>, count: Option<u64>, stop: &AtomicBool
     Ok(())
 }
 
+/// CPUs a plain line names one by one; past that, the busiest of them and a count of the rest.
+const TEXT_CPUS: usize = 8;
+
 fn text_line(s: &Sample) -> String {
     let per_s = |n: u64| n as f64 / s.interval_s.max(1e-9);
     let pct = |ns: u64| ns as f64 / (s.interval_s.max(1e-9) * 1e7);
-    let cpus: Vec<String> = s
+    // Receive work ranks the CPUs (ns, so it dominates); the busy share (0..1) breaks ties.
+    let busy: Vec<f64> = s
         .cpus
         .iter()
+        .map(|c| c.receive_ns() as f64 + c.time.busy() as f64 / c.time.total().max(1) as f64)
+        .collect();
+    let shown = if s.cpus.len() <= TEXT_CPUS {
+        (0..s.cpus.len()).collect()
+    } else {
+        view::busiest(&busy, TEXT_CPUS)
+    };
+    let mut cpus: Vec<String> = shown
+        .iter()
+        .map(|&i| &s.cpus[i])
         .map(|c| {
             format!(
                 "cpu{} xdp {:.0}/s stack {:.0}/s NET_RX {:.1}% kthr {:.1}% busy {:.0}%",
@@ -225,11 +239,17 @@ fn text_line(s: &Sample) -> String {
                 per_s(c.packets),
                 per_s(c.stack_packets),
                 pct(c.net_rx_ns),
-                pct(c.cpumap_kthread_ns + c.napi_kthread_ns),
+                pct(c.kthread_ns()),
                 c.time.busy() as f64 / c.time.total().max(1) as f64 * 100.0
             )
         })
         .collect();
+    if shown.len() < s.cpus.len() {
+        cpus.push(format!(
+            "+{} quieter CPUs (--json has every CPU)",
+            s.cpus.len() - shown.len()
+        ));
+    }
     format!("t {:>6.1}s  {}", s.t_s, cpus.join("  |  "))
 }
 

@@ -23,23 +23,41 @@ use rxsteer_records::{CpuSample, Sample, XdpMode};
 /// Samples kept for the heatmaps (wider terminals show more of them).
 const HISTORY: usize = 240;
 
-/// One heatmap: a title and how to read a cell's value (0.0..=1.0) from a CPU sample.
+/// One heatmap: a title, how to read a cell's value (0.0..=1.0) from a CPU sample, and how to
+/// show a CPU's current figure beside its row.
 struct Heatmap {
     title: &'static str,
     value: fn(&CpuSample, &Sample, f64) -> f64,
+    now: fn(&CpuSample, &Sample) -> String,
+}
+
+fn percent_of(ns: u64, s: &Sample) -> String {
+    format!("{:>3.0}%", ns as f64 / (s.interval_s * 1e7))
+}
+
+/// 1234567 -> "1.2M", 12345 -> "12k", 999 -> "999": four columns at most.
+fn compact(v: f64) -> String {
+    match v {
+        v if v >= 9.95e5 => format!("{:.1}M", v / 1e6),
+        v if v >= 9.95e3 => format!("{:.0}k", v / 1e3),
+        v if v >= 999.5 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
 }
 
 const HEATMAPS: [Heatmap; 3] = [
     Heatmap {
-        title: "NET_RX softirq time (% of the CPU)",
+        title: "NET_RX softirq, % of the CPU",
         value: |c, s, _| c.net_rx_ns as f64 / (s.interval_s * 1e9),
+        now: |c, s| percent_of(c.net_rx_ns, s),
     },
     Heatmap {
-        title: "receive kthreads: cpumap + threaded NAPI (% of the CPU)",
-        value: |c, s, _| (c.cpumap_kthread_ns + c.napi_kthread_ns) as f64 / (s.interval_s * 1e9),
+        title: "receive kthreads (cpumap, NAPI), %",
+        value: |c, s, _| c.kthread_ns() as f64 / (s.interval_s * 1e9),
+        now: |c, s| percent_of(c.kthread_ns(), s),
     },
     Heatmap {
-        title: "packets/s (relative to the busiest cell shown)",
+        title: "packets/s, shade vs the busiest",
         value: |c, s, max_pps| {
             if max_pps > 0.0 {
                 c.packets as f64 / s.interval_s / max_pps
@@ -47,8 +65,35 @@ const HEATMAPS: [Heatmap; 3] = [
                 0.0
             }
         },
+        now: |c, s| format!("{:>4}", compact(c.packets as f64 / s.interval_s)),
     },
 ];
+
+/// Which of `values` (one per CPU, in CPU order) get one of `room` rows: all when they fit;
+/// otherwise the busiest `room - 1`, still in CPU order, and one row saying how many of the
+/// quietest are hidden. Returns the shown indices and the hidden count.
+pub fn rows_shown(values: &[f64], room: usize) -> (Vec<usize>, usize) {
+    if values.len() <= room {
+        return ((0..values.len()).collect(), 0);
+    }
+    let keep = room.saturating_sub(1);
+    (busiest(values, keep), values.len() - keep)
+}
+
+/// The `keep` busiest of `values`, in CPU order; among equals the lower CPU, so the choice is
+/// stable from frame to frame.
+pub fn busiest(values: &[f64], keep: usize) -> Vec<usize> {
+    let mut by_value: Vec<usize> = (0..values.len()).collect();
+    by_value.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
+    let mut shown: Vec<usize> = by_value[..keep.min(values.len())].to_vec();
+    shown.sort_unstable();
+    shown
+}
+
+/// The line that stands for the rows left out.
+pub fn hidden_line(hidden: usize) -> String {
+    format!("+{hidden} quieter CPUs hidden (a taller terminal shows them)")
+}
 
 /// Restores the terminal when dropped, whatever path leaves `run`.
 struct TerminalGuard;
@@ -118,10 +163,26 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: XdpMode) {
         title,
     );
     f.render_widget(Line::from(format!(" {}", mode.meaning())).dim(), meaning);
-    let [maps, table] =
-        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    draw_heatmaps(f, maps, history);
-    draw_table(f, table, history.back());
+    match table_width(body.width) {
+        Some(w) => {
+            let [maps, table] =
+                Layout::horizontal([Constraint::Min(0), Constraint::Length(w)]).areas(body);
+            draw_heatmaps(f, maps, history);
+            draw_table(f, table, history.back());
+        }
+        None => draw_heatmaps(f, body, history),
+    }
+}
+
+/// Columns the per-CPU table needs whole (its nine columns, their gaps and the border).
+const TABLE_WIDTH: u16 = 70;
+/// The heatmaps' least useful width: a label and some history.
+const MIN_MAPS_WIDTH: u16 = 40;
+
+/// The table's width on a screen `width` wide, or None when it would squeeze the heatmaps (they
+/// show each CPU's current figure too, so nothing is lost but the extra columns).
+pub fn table_width(width: u16) -> Option<u16> {
+    (width >= TABLE_WIDTH + MIN_MAPS_WIDTH).then_some(TABLE_WIDTH)
 }
 
 /// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`.
@@ -145,27 +206,42 @@ fn draw_heatmap(
 ) {
     let block = Block::bordered().title(map.title);
     let inner = block.inner(area);
-    let label = 7usize;
+    let Some(last) = history.back() else {
+        f.render_widget(block, area);
+        return;
+    };
+    // "cpu191 100% ": the CPU and its current figure, then one column per sample.
+    let label = 12usize;
     let width = (inner.width as usize).saturating_sub(label);
-    let shown: Vec<&Sample> = history
+    let samples: Vec<&Sample> = history
         .iter()
         .skip(history.len().saturating_sub(width))
         .collect();
-    let cpus: Vec<u32> = history
-        .back()
-        .map_or(vec![], |s| s.cpus.iter().map(|c| c.cpu).collect());
-    let lines: Vec<Line> = cpus
+    let now: Vec<f64> = last
+        .cpus
         .iter()
-        .enumerate()
-        .map(|(row, cpu)| {
-            let mut spans = vec![Span::from(format!("cpu{cpu:<3} "))];
-            spans.extend(shown.iter().map(|s| {
+        .map(|c| (map.value)(c, last, max_pps))
+        .collect();
+    let (rows, hidden) = rows_shown(&now, inner.height as usize);
+    let mut lines: Vec<Line> = rows
+        .iter()
+        .map(|&row| {
+            let c = &last.cpus[row];
+            let mut spans = vec![Span::from(format!(
+                "{:<7}{:>4} ",
+                format!("cpu{}", c.cpu),
+                (map.now)(c, last)
+            ))];
+            spans.extend(samples.iter().map(|s| {
                 let v = s.cpus.get(row).map_or(0.0, |c| (map.value)(c, s, max_pps));
                 Span::styled(" ", Style::default().bg(heat(v)))
             }));
             Line::from(spans)
         })
         .collect();
+    if hidden > 0 {
+        lines.push(Line::from(hidden_line(hidden)).dim());
+    }
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
@@ -187,11 +263,27 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
         "cpu", "xdp/s", "stack/s", "tx/s", "NET_RX%", "kthr%", "busy%", "drop", "squeeze",
     ])
     .bold();
+    // Borders and the header take three lines; the busiest CPUs (by busy%) get the rest, and
+    // the bottom border says how many are left out.
+    let room = (area.height as usize).saturating_sub(3);
+    let mut hidden = 0;
     let rows: Vec<Row> = last.map_or(vec![], |s| {
         let pct = |ns: u64| format!("{:.1}", ns as f64 / (s.interval_s * 1e7));
-        let rate = |n: u64| format!("{:.0}", n as f64 / s.interval_s);
-        s.cpus
+        let rate = |n: u64| compact(n as f64 / s.interval_s);
+        let busy: Vec<f64> = s
+            .cpus
             .iter()
+            .map(|c| c.time.busy() as f64 / c.time.total().max(1) as f64)
+            .collect();
+        let shown = if busy.len() <= room {
+            (0..busy.len()).collect()
+        } else {
+            hidden = busy.len() - room;
+            busiest(&busy, room)
+        };
+        shown
+            .iter()
+            .map(|&i| &s.cpus[i])
             .map(|c| {
                 let busy = c.time.busy() as f64 / c.time.total().max(1) as f64 * 100.0;
                 Row::new([
@@ -200,7 +292,7 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
                     rate(c.stack_packets),
                     rate(c.tx_packets),
                     pct(c.net_rx_ns),
-                    pct(c.cpumap_kthread_ns + c.napi_kthread_ns),
+                    pct(c.kthread_ns()),
                     format!("{busy:.0}"),
                     c.softnet.dropped.to_string(),
                     c.softnet.time_squeeze.to_string(),
@@ -219,12 +311,11 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
         Constraint::Length(5),
         Constraint::Length(7),
     ];
-    f.render_widget(
-        Table::new(rows, widths)
-            .header(header)
-            .block(Block::bordered().title("now, per CPU")),
-        area,
-    );
+    let mut block = Block::bordered().title("now, per CPU (busiest first when not all fit)");
+    if hidden > 0 {
+        block = block.title_bottom(Line::from(format!(" +{hidden} quieter CPUs hidden ")).dim());
+    }
+    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }
 
 #[cfg(test)]
@@ -263,13 +354,187 @@ mod tests {
             text.contains("after the RX core has built and GRO'd"),
             "the mode's meaning"
         );
-        assert!(text.contains("7001"), "tc ingress packets/s of cpu1");
+        assert!(text.contains("7.0k"), "tc ingress packets/s of cpu1");
         assert!(text.contains("cpu0") && text.contains("cpu1"));
-        assert!(text.contains("2000"), "pkt/s of cpu1");
+        assert!(text.contains("2.0k"), "pkt/s of cpu1");
         assert!(
             text.contains("25.0"),
             "NET_RX% of a quarter second in one second"
         );
+    }
+
+    /// `n` CPUs, some of them busy: CPU 0 (the RX core), the last, and every 16th.
+    fn many(n: u32) -> Sample {
+        let mut s = Sample {
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        for cpu in 0..n {
+            let busy = cpu == 0 || cpu == n - 1 || cpu % 16 == 5;
+            s.cpus.push(CpuSample {
+                cpu,
+                packets: if busy { 500_000 } else { cpu as u64 },
+                net_rx_ns: if busy { 600_000_000 } else { 1_000 },
+                cpumap_kthread_ns: if busy { 200_000_000 } else { 0 },
+                time: rxsteer_records::sample::CpuTimes {
+                    user: if busy { 900 } else { 10 },
+                    idle: if busy { 100 } else { 990 },
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        s
+    }
+
+    fn screen(s: &Sample, w: u16, h: u16) -> Vec<String> {
+        let history = VecDeque::from(vec![s.clone(); 50]);
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| draw(f, &history, "eth0", XdpMode::Skb)).unwrap();
+        let buf = t.backend().buffer();
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect())
+            .collect()
+    }
+
+    /// Every CPU of every heatmap and of the table is shown or counted as hidden, none twice,
+    /// each label whole, and the busy CPUs are among the shown.
+    fn check(n: u32, w: u16, h: u16) {
+        let s = many(n);
+        let lines = screen(&s, w, h);
+        let text = lines.join("\n");
+        let split = (w - table_width(w).unwrap_or(0)) as usize;
+        let mut maps: Vec<(Vec<u32>, usize)> = Vec::new();
+        for line in &lines {
+            let left: String = line.chars().take(split).collect();
+            if HEATMAPS.iter().any(|m| left.contains(m.title)) {
+                maps.push((Vec::new(), 0));
+                continue;
+            }
+            let Some((cpus, hidden)) = maps.last_mut() else {
+                continue;
+            };
+            let cells = left.trim_start_matches(['│', ' ']);
+            if let Some(rest) = cells.strip_prefix("cpu") {
+                let id: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                // The label is whole: the id, then the current figure, within its 12 columns.
+                let label: Vec<&str> = cells[..12].split_whitespace().collect();
+                assert!(
+                    label.len() == 2
+                        && label[0] == format!("cpu{id}")
+                        && cells.as_bytes()[11] == b' ',
+                    "cut label: {line}"
+                );
+                cpus.push(id.parse().unwrap());
+            } else if let Some(k) = cells.strip_prefix('+') {
+                *hidden = k.split(' ').next().unwrap().parse().unwrap();
+                assert!(cells.contains("quieter CPUs hidden"), "{line}");
+            }
+        }
+        assert_eq!(
+            maps.len(),
+            3,
+            "three heatmaps at {n} CPUs, {w}x{h}:\n{text}"
+        );
+        for (cpus, hidden) in &maps {
+            let mut seen = cpus.clone();
+            seen.dedup();
+            assert_eq!(seen.len(), cpus.len(), "a CPU twice: {cpus:?}");
+            assert_eq!(
+                cpus.len() + hidden,
+                n as usize,
+                "{n} CPUs at {w}x{h}:\n{text}"
+            );
+            let busy: Vec<u32> = (0..n)
+                .filter(|c| *c == 0 || *c == n - 1 || c % 16 == 5)
+                .collect();
+            let room = cpus.len();
+            for b in busy.iter().take(room) {
+                assert!(
+                    cpus.contains(b),
+                    "busy CPU {b} not shown at {n} CPUs:\n{text}"
+                );
+            }
+        }
+        // The table: a row per shown CPU, the rest counted on its bottom border.
+        let table: Vec<u32> = lines
+            .iter()
+            .filter_map(|l| {
+                let right: String = l.chars().skip(split).collect();
+                let first = right
+                    .trim_start_matches(['│', ' '])
+                    .split(' ')
+                    .next()?
+                    .to_string();
+                (!first.is_empty() && first.chars().all(|c| c.is_ascii_digit()))
+                    .then(|| first.parse().ok())?
+            })
+            .collect();
+        // The bottom border's " +K quieter CPUs hidden ", on the right-hand side.
+        let table_hidden: usize = lines
+            .iter()
+            .filter_map(|l| {
+                let right: String = l.chars().skip(split).collect();
+                let k = right.split(" +").nth(1)?.split(' ').next()?.parse().ok()?;
+                right.contains("quieter CPUs hidden").then_some(k)
+            })
+            .next()
+            .unwrap_or(0);
+        if table_width(w).is_some() {
+            let mut distinct = table.clone();
+            distinct.dedup();
+            assert_eq!(distinct.len(), table.len(), "a CPU twice in the table");
+            assert_eq!(
+                table.len() + table_hidden,
+                n as usize,
+                "table rows {table:?} at {n} CPUs:\n{text}"
+            );
+        } else {
+            assert!(table.is_empty(), "no table at {w} columns:\n{text}");
+        }
+        // Nothing is cut: every title whole.
+        for m in &HEATMAPS {
+            assert!(
+                text.contains(m.title),
+                "{} cut at {w}x{h}:\n{text}",
+                m.title
+            );
+        }
+    }
+
+    #[test]
+    fn every_cpu_is_shown_or_counted_at_20_64_and_192_cpus() {
+        for (n, w, h) in [
+            (20, 160, 80),
+            (20, 120, 40),
+            (64, 200, 220),
+            (64, 160, 50),
+            (192, 220, 600),
+            (192, 200, 60),
+            (192, 80, 24),
+        ] {
+            check(n, w, h);
+        }
+    }
+
+    #[test]
+    fn a_tall_enough_screen_hides_nothing() {
+        let lines = screen(&many(20), 160, 80).join("\n");
+        assert!(!lines.contains("hidden"), "{lines}");
+        assert!(lines.contains("cpu19") && lines.contains(" 60%"), "{lines}");
+        let lines = screen(&many(192), 160, 40).join("\n");
+        assert!(lines.contains("quieter CPUs hidden"), "{lines}");
+    }
+
+    #[test]
+    fn rows_shown_keeps_the_busiest_in_cpu_order() {
+        assert_eq!(rows_shown(&[1.0, 2.0, 3.0], 3), (vec![0, 1, 2], 0));
+        assert_eq!(rows_shown(&[5.0, 0.0, 9.0, 1.0, 7.0], 3), (vec![2, 4], 3));
+        assert_eq!(busiest(&[0.0, 0.0, 0.0], 2), vec![0, 1]);
+        assert_eq!(compact(1_234_567.0), "1.2M");
+        assert_eq!(compact(12_345.0), "12k");
+        assert_eq!(compact(1_500.0), "1.5k");
+        assert_eq!(compact(999.0), "999");
     }
 
     #[test]

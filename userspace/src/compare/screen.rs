@@ -74,11 +74,22 @@ impl Screen {
 
     pub fn on_live(&mut self, l: &LiveLine) {
         if self.terminal.is_none() {
+            // Every CPU up to 16; past that the busiest 16 by name, and a count of the rest.
             let recv: Vec<String> = self.history.back().map_or(vec![], |s| {
-                s.cpus
+                let ms: Vec<f64> = s
+                    .cpus
                     .iter()
-                    .map(|c| format!("{:.0}", c.receive_ns() as f64 / 1e6 / s.interval_s))
-                    .collect()
+                    .map(|c| c.receive_ns() as f64 / 1e6 / s.interval_s)
+                    .collect();
+                if ms.len() <= 16 {
+                    return ms.iter().map(|v| format!("{v:.0}")).collect();
+                }
+                let mut out: Vec<String> = view::busiest(&ms, 16)
+                    .into_iter()
+                    .map(|i| format!("cpu{}:{:.0}", s.cpus[i].cpu, ms[i]))
+                    .collect();
+                out.push(format!("+{} quieter", ms.len() - 16));
+                out
             });
             eprintln!(
                 "{:<24} {:>5.1}s {:<7} {:>9.0} req/s  p99 {:>6} us  errors {}  receive ms/s per CPU [{}]",
@@ -286,7 +297,7 @@ mod tests {
             .collect();
         for want in [
             "rep 1/3  cpumap  zap",
-            "NET_RX softirq time",
+            "NET_RX softirq, % of the CPU",
             "cpu1",
             "req/s now 43210 (measure",
             "p99 now 777 us",
@@ -297,5 +308,34 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want:?} missing");
         }
+    }
+
+    #[test]
+    fn at_192_cpus_the_busiest_rows_show_and_the_rest_are_counted() {
+        let mut s = Sample {
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        for cpu in 0..192 {
+            s.cpus.push(CpuSample {
+                cpu,
+                net_rx_ns: if cpu == 150 { 900_000_000 } else { 0 },
+                ..Default::default()
+            });
+        }
+        let history = VecDeque::from([s]);
+        let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        t.draw(|f| draw(f, "rep 1/1", None, &history, &[], &[], None))
+            .unwrap();
+        let text: String = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(text.contains("cpu150  90%"), "the busiest CPU is shown");
+        assert!(text.contains("quieter CPUs hidden"));
+        assert!(text.contains("receive kthreads (cpumap, NAPI), %"));
     }
 }
