@@ -93,6 +93,66 @@ pub struct Build {
     pub git: String,
 }
 
+/// What sysfs says of one CPU's kind: arm64's `cpu_capacity` (1024 = the biggest core), its
+/// cluster, its top frequency, and on x86 hybrid parts the PMU it belongs to (`core`, `atom`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpuInfo {
+    pub cpu: u32,
+    pub capacity: Option<u32>,
+    pub cluster: Option<i64>,
+    pub max_khz: Option<u64>,
+    pub core_type: Option<String>,
+}
+
+impl CpuInfo {
+    /// How much work the core does, to rank cores by: capacity where the kernel gives it,
+    /// else the x86 core type, else the top frequency.
+    pub fn rank(&self) -> (u32, u64) {
+        let capacity = self.capacity.unwrap_or(match self.core_type.as_deref() {
+            Some("atom") => 512,
+            _ => 1024,
+        });
+        (capacity, self.max_khz.unwrap_or(0))
+    }
+}
+
+/// A core's kind on a machine with two (big/little, performance/efficiency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreKind {
+    Performance,
+    Efficiency,
+}
+
+impl CoreKind {
+    /// One letter for a row label.
+    pub fn letter(self) -> char {
+        match self {
+            CoreKind::Performance => 'P',
+            CoreKind::Efficiency => 'E',
+        }
+    }
+}
+
+/// Each CPU's kind when they are not all alike: the top rank is Performance, the rest
+/// Efficiency. Empty on a machine of one kind (or where sysfs says nothing).
+pub fn core_kinds(cpus: &[CpuInfo]) -> BTreeMap<u32, CoreKind> {
+    let top = cpus.iter().map(CpuInfo::rank).max();
+    if cpus.iter().all(|c| Some(c.rank()) == top) {
+        return BTreeMap::new();
+    }
+    cpus.iter()
+        .map(|c| {
+            let kind = if Some(c.rank()) == top {
+                CoreKind::Performance
+            } else {
+                CoreKind::Efficiency
+            };
+            (c.cpu, kind)
+        })
+        .collect()
+}
+
 /// The machine as the run found it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
@@ -105,6 +165,9 @@ pub struct Environment {
     /// 1, 5 and 15 minutes.
     pub loadavg: Vec<f64>,
     pub at: String,
+    /// Each online CPU's kind as sysfs gives it (absent from runs before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_kinds: Vec<CpuInfo>,
 }
 
 impl Environment {

@@ -8,7 +8,7 @@ pub use markdown::{render, summary};
 
 use anyhow::{Context, Result};
 use rxsteer_records::{
-    run::{arm_label, RunDoc},
+    run::{arm_label, core_kinds, RunDoc},
     SampleLine,
 };
 use std::path::Path;
@@ -83,6 +83,11 @@ pub fn run(dir: &Path) -> Result<()> {
             &collect(|r| r.p99_us.map(|v| v as f64)),
         ),
     )?;
+    let kinds = core_kinds(
+        doc.environment
+            .as_ref()
+            .map_or(&[][..], |e| &e.before.cpu_kinds),
+    );
     for a in &arms {
         let title = format!(
             "{}: receive work per CPU over time (repetition 0)",
@@ -90,7 +95,7 @@ pub fn run(dir: &Path) -> Result<()> {
         );
         std::fs::write(
             dir.join(format!("heatmap-{a}.svg")),
-            svg::heatmap(&title, &heatmap_cells(dir, a, &doc)),
+            svg::heatmap(&title, &heatmap_cells(dir, a, &doc), &kinds),
         )?;
         let bars = markdown::time_rows(&doc, a);
         if !bars.is_empty() {
@@ -269,6 +274,22 @@ mod tests {
         assert_eq!(rows.len(), 9, "8 CPUs and the mean of the rest");
         assert_eq!(rows[8].0, "other 184 CPUs (mean) HTTP/1.1");
         assert_eq!(rows[8].1.idle, 850.0);
+    }
+
+    #[test]
+    fn a_machine_of_two_kinds_says_which_cpus_are_which() {
+        let mut v = run();
+        let info = |cpu: u32, capacity: u32| serde_json::json!({"cpu": cpu, "capacity": capacity});
+        let env = serde_json::json!({"kernel": "6.8", "hostname": "gb10", "arch": "aarch64",
+            "online_cpus": 2, "loadavg": [0.1], "at": "x", "rxsteer": {"version": "0", "git": "g"},
+            "cpu_kinds": [info(0, 480), info(1, 1024)]});
+        v["environment"] = serde_json::json!({"before": env, "after": env});
+        let md = render(&doc(v)).unwrap();
+        assert!(
+            md.contains("performance (P) CPUs 1; efficiency (E) CPUs 0."),
+            "{md}"
+        );
+        assert!(!render(&doc(run())).unwrap().contains("Two kinds"));
     }
 
     #[test]

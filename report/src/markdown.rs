@@ -4,7 +4,7 @@ use rxsteer_records::{
     breakdown::{TimeSplit, PARTS, SATURATED},
     run::{
         arm_label as label, base_arm as base, find, mean_per_cpu, median, range, ratio_in,
-        split_arm,
+        split_arm, CoreKind,
     },
     Mode, Proto, Row, RunDoc, XdpMode,
 };
@@ -179,6 +179,22 @@ pub fn render(run: &RunDoc) -> Result<String> {
             load1(&env.before),
             load1(&env.after)
         )?;
+        let kinds = rxsteer_records::run::core_kinds(&env.before.cpu_kinds);
+        if !kinds.is_empty() {
+            let of = |k: CoreKind| -> Vec<String> {
+                kinds
+                    .iter()
+                    .filter(|(_, v)| **v == k)
+                    .map(|(c, _)| c.to_string())
+                    .collect()
+            };
+            writeln!(
+                o,
+                "Two kinds of core (sysfs capacity or core type): performance (P) CPUs {}; efficiency (E) CPUs {}.\n",
+                of(CoreKind::Performance).join(", "),
+                of(CoreKind::Efficiency).join(", ")
+            )?;
+        }
     }
     // Derived from the CPU count, not the stored text: the same caveat for every run.
     if let Some(c) = run

@@ -16,6 +16,8 @@ fn esc(s: &str) -> String {
 
 use rxsteer_records::breakdown::{TimeSplit, PARTS};
 use rxsteer_records::run::median;
+use rxsteer_records::run::CoreKind;
+use std::collections::BTreeMap;
 
 /// The axis top and tick step for data up to `top`: the smallest step of 1, 2 or 5 x 10^k
 /// that needs at most 8 ticks.
@@ -139,7 +141,8 @@ pub fn bars(
 
 /// Rows are CPUs, columns are samples over time; a cell's shade is its receive work as a
 /// share of the CPU (`cells[t][cpu]` in ms per second, 1000 = the whole CPU).
-pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
+/// A row's label carries the CPU's kind (P or E) where `kinds` has it.
+pub fn heatmap(title: &str, cells: &[Vec<f64>], kinds: &BTreeMap<u32, CoreKind>) -> String {
     let cpus = cells.iter().map(Vec::len).max().unwrap_or(0);
     let left = 60.0;
     // Sizes in half pixels, so the coordinates written (one decimal) add up exactly and
@@ -163,9 +166,12 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>]) -> String {
         if cpu % step == 0 {
             let _ = write!(
                 o,
-                r#"<text x="{}" y="{:.1}" text-anchor="end">CPU {cpu}</text>"#,
+                r#"<text x="{}" y="{:.1}" text-anchor="end">CPU {cpu}{}</text>"#,
                 left - 6.0,
-                y + (cell_h * 0.7).max(4.0)
+                y + (cell_h * 0.7).max(4.0),
+                kinds
+                    .get(&(cpu as u32))
+                    .map_or(String::new(), |k| format!(" {}", k.letter()))
             );
         }
         for (t, col) in cells.iter().enumerate() {
@@ -311,7 +317,11 @@ mod tests {
 
     #[test]
     fn heatmap_has_a_cell_per_cpu_and_sample() {
-        let s = heatmap("cpumap <receive>", &[vec![0.0, 1000.0], vec![500.0, 250.0]]);
+        let s = heatmap(
+            "cpumap <receive>",
+            &[vec![0.0, 1000.0], vec![500.0, 250.0]],
+            &BTreeMap::new(),
+        );
         assert_eq!(
             s.matches("<title>CPU").count(),
             4,
@@ -341,7 +351,19 @@ mod tests {
             let cells: Vec<Vec<f64>> = (0..30)
                 .map(|t| (0..cpus).map(|c| ((c * 7 + t) % 1000) as f64).collect())
                 .collect();
-            let svg = heatmap("many", &cells);
+            let kinds: BTreeMap<u32, CoreKind> = (0..cpus as u32)
+                .map(|c| {
+                    (
+                        c,
+                        if c % 2 == 0 {
+                            CoreKind::Performance
+                        } else {
+                            CoreKind::Efficiency
+                        },
+                    )
+                })
+                .collect();
+            let svg = heatmap("many", &cells, &kinds);
             // Every CPU has a cell per sample.
             for c in 0..cpus {
                 assert!(
@@ -361,7 +383,7 @@ mod tests {
                     v[..v.find('"')?].parse().ok()
                 })
                 .collect();
-            assert!(svg.contains(">CPU 0</text>"));
+            assert!(svg.contains(">CPU 0 P</text>"), "labelled with the kind");
             assert!(labels.len() >= 10, "{cpus} CPUs: {} labels", labels.len());
             for w in labels.windows(2) {
                 assert!(w[1] - w[0] >= 14.0, "{cpus} CPUs: labels at {w:?} overlap");

@@ -9,6 +9,7 @@ pub mod pin;
 pub mod profile;
 pub mod state;
 pub mod sysctl;
+pub mod topology;
 
 pub use apply::{apply, revert, show, Change, Plan, TuneError};
 pub use profile::{profile, ProfileInput};

@@ -34,9 +34,11 @@ pub struct RoleArgs {
 }
 
 impl RoleArgs {
-    pub fn choose(&self, online: &[u32]) -> Result<Roles> {
+    /// The roles on this machine: its online CPUs and, where they differ, their kinds.
+    pub fn choose(&self, online: &[u32], kinds: &[CpuInfo]) -> Result<Roles> {
         choose_roles(
             online,
+            kinds,
             self.rx_cpu,
             self.server_cpus.clone().map(|c| c.0),
             self.loader_cpus.clone().map(|c| c.0),
@@ -44,11 +46,16 @@ impl RoleArgs {
     }
 }
 
+use rxsteer_records::run::{core_kinds, CoreKind, CpuInfo};
 pub use rxsteer_records::run::{LabSettings, Roles};
 
-/// Roles from the user's choices, defaults filled in from the machine's online CPUs.
+/// Roles from the user's choices, defaults filled in from the machine's online CPUs and their
+/// kinds. On a machine of one kind: the RX core is the first CPU, the loader the top quarter,
+/// the server the rest. With two kinds (GB10: 10 performance, 10 efficiency): the RX core and
+/// the server (so the steering targets) are the highest-capacity cores, the loader the others.
 pub fn choose_roles(
     online: &[u32],
+    kinds: &[CpuInfo],
     rx_cpu: Option<u32>,
     server: Option<Vec<u32>>,
     loader: Option<Vec<u32>>,
@@ -65,15 +72,36 @@ pub fn choose_roles(
         }
         Ok(())
     };
-    let rx = rx_cpu.unwrap_or(online[0]);
+    let rank = |c: u32| {
+        kinds
+            .iter()
+            .find(|k| k.cpu == c)
+            .map_or((0, 0), CpuInfo::rank)
+    };
+    let two_kinds = !core_kinds(kinds).is_empty();
+    let top = online.iter().map(|&c| rank(c)).max();
+    // The best core first; among equals the lower id (so one kind keeps CPU order).
+    let mut by_rank = online.to_vec();
+    by_rank.sort_by(|&a, &b| rank(b).cmp(&rank(a)).then(a.cmp(&b)));
+    let rx = rx_cpu.unwrap_or(by_rank[0]);
     check("--rx-cpu", &[rx])?;
     let n = online.len();
     let others: Vec<u32> = online.iter().copied().filter(|&c| c != rx).collect();
+    let big_others: Vec<u32> = others
+        .iter()
+        .copied()
+        .filter(|&c| Some(rank(c)) == top)
+        .collect();
     // Loaders take the top quarter of the CPUs (at least one); servers the rest. On two
-    // CPUs the loader shares the receive core, as in the measured 2-vCPU baseline.
+    // CPUs the loader shares the receive core, as in the measured 2-vCPU baseline. With two
+    // kinds of core, and a big core besides the RX core, the loader takes the small ones.
     let default_loader: Vec<u32> = match n {
-        1 => vec![rx],
-        2 => vec![rx],
+        1 | 2 => vec![rx],
+        _ if two_kinds && !big_others.is_empty() => others
+            .iter()
+            .copied()
+            .filter(|c| !big_others.contains(c))
+            .collect(),
         _ => others[others.len() - n.div_ceil(4).min(others.len() - 1)..].to_vec(),
     };
     let loader = loader.unwrap_or(default_loader);
@@ -96,6 +124,44 @@ pub fn choose_roles(
         server_cpus: server,
         loader_cpus: loader,
     })
+}
+
+/// The kinds of this machine's online CPUs, as its sysfs gives them.
+pub fn machine_kinds(online: &[u32]) -> Vec<CpuInfo> {
+    rxsteer_tune::topology::read(std::path::Path::new(rxsteer_tune::topology::SYSFS), online)
+}
+
+/// Why the default roles are what they are, when the CPUs are of two kinds (one line).
+pub fn why_roles(roles: &Roles, kinds: &[CpuInfo]) -> Option<String> {
+    let k = core_kinds(kinds);
+    let big: Vec<u32> = k
+        .iter()
+        .filter(|(_, v)| **v == CoreKind::Performance)
+        .map(|(c, _)| *c)
+        .collect();
+    if big.is_empty() {
+        return None;
+    }
+    let kind = |c: u32| k.get(&c).map_or('?', |v| v.letter());
+    Some(format!(
+        "two kinds of core (performance: {}): receive CPU {} ({}), server CPUs {} ({}), loader CPUs {} ({}); \
+         the receive core and the steering targets go on the highest-capacity cores",
+        format_cpu_list(&big),
+        roles.rx_cpu,
+        kind(roles.rx_cpu),
+        format_cpu_list(&roles.server_cpus),
+        kinds_of(&roles.server_cpus, &kind),
+        format_cpu_list(&roles.loader_cpus),
+        kinds_of(&roles.loader_cpus, &kind),
+    ))
+}
+
+/// "P", "E" or "P+E" for a set of CPUs.
+fn kinds_of(cpus: &[u32], kind: &dyn Fn(u32) -> char) -> String {
+    let mut k: Vec<char> = cpus.iter().map(|&c| kind(c)).collect();
+    k.sort_unstable();
+    k.dedup();
+    k.iter().map(char::to_string).collect::<Vec<_>>().join("+")
 }
 
 /// The roles in one line, for the start of a run.
@@ -252,7 +318,7 @@ mod tests {
 
     #[test]
     fn default_roles_by_cpu_count() {
-        let r = choose_roles(&[0, 1], None, None, None).unwrap();
+        let r = choose_roles(&[0, 1], &[], None, None, None).unwrap();
         assert_eq!(
             (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
             (0, vec![1], vec![0])
@@ -261,32 +327,125 @@ mod tests {
         assert!(rxsteer_records::small_machine_caveat(2)
             .unwrap()
             .contains("not a gain like the seed's"));
-        let r = choose_roles(&[0, 1, 2, 3], None, None, None).unwrap();
+        let r = choose_roles(&[0, 1, 2, 3], &[], None, None, None).unwrap();
         assert_eq!(
             (r.rx_cpu, r.server_cpus.clone(), r.loader_cpus.clone()),
             (0, vec![1, 2], vec![3])
         );
         assert!(rxsteer_records::small_machine_caveat(4).is_none());
         let twenty: Vec<u32> = (0..20).collect();
-        let r = choose_roles(&twenty, None, None, None).unwrap();
+        let r = choose_roles(&twenty, &[], None, None, None).unwrap();
         assert_eq!(r.loader_cpus, (15..20).collect::<Vec<_>>());
         assert_eq!(r.server_cpus, (1..15).collect::<Vec<_>>());
     }
 
+    /// Roles that make sense: the RX core alone (not a loader or server CPU past 2 CPUs),
+    /// steering targets disjoint from the loader, nothing offline, no role empty.
+    fn sensible(online: &[u32], r: &Roles) {
+        let n = online.len();
+        assert!(
+            !r.server_cpus.is_empty() && !r.loader_cpus.is_empty(),
+            "{r:?}"
+        );
+        for c in r.server_cpus.iter().chain(&r.loader_cpus) {
+            assert!(online.contains(c), "{r:?}");
+        }
+        if n >= 3 {
+            assert!(!r.loader_cpus.contains(&r.rx_cpu), "RX core alone: {r:?}");
+            assert!(!r.server_cpus.contains(&r.rx_cpu), "RX core alone: {r:?}");
+            assert!(!r.steer_targets().is_empty(), "{r:?}");
+            for t in r.steer_targets() {
+                assert!(
+                    !r.loader_cpus.contains(&t),
+                    "target {t} is a loader CPU: {r:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn default_roles_make_sense_at_4_8_16_20_and_64_cpus() {
+        for n in [4u32, 8, 16, 20, 64] {
+            let online: Vec<u32> = (0..n).collect();
+            let r = choose_roles(&online, &[], None, None, None).unwrap();
+            sensible(&online, &r);
+            assert_eq!(r.rx_cpu, 0);
+            assert_eq!(
+                r.loader_cpus.len(),
+                n.div_ceil(4) as usize,
+                "a quarter loads at {n}"
+            );
+            assert_eq!(
+                r.server_cpus.len() + r.loader_cpus.len() + 1,
+                n as usize,
+                "every CPU has a role at {n}"
+            );
+            assert!(why_roles(&r, &[]).is_none(), "one kind: nothing to explain");
+        }
+    }
+
+    fn kinds(big: &[u32], small: &[u32]) -> Vec<CpuInfo> {
+        let info = |cpu, capacity| CpuInfo {
+            cpu,
+            capacity: Some(capacity),
+            ..Default::default()
+        };
+        let mut v: Vec<CpuInfo> = big.iter().map(|&c| info(c, 1024)).collect();
+        v.extend(small.iter().map(|&c| info(c, 480)));
+        v.sort_by_key(|c| c.cpu);
+        v
+    }
+
+    #[test]
+    fn on_a_gb10_shape_the_receive_core_and_targets_are_performance_cores() {
+        // As the fake GB10 sysfs tree in tune::topology: 0-9 efficiency, 10-19 performance.
+        let online: Vec<u32> = (0..20).collect();
+        let k = kinds(&(10..20).collect::<Vec<_>>(), &(0..10).collect::<Vec<_>>());
+        let r = choose_roles(&online, &k, None, None, None).unwrap();
+        sensible(&online, &r);
+        assert_eq!(r.rx_cpu, 10);
+        assert_eq!(r.server_cpus, (11..20).collect::<Vec<_>>());
+        assert_eq!(r.loader_cpus, (0..10).collect::<Vec<_>>());
+        let why = why_roles(&r, &k).unwrap();
+        assert!(
+            why.contains("receive CPU 10 (P), server CPUs 11-19 (P), loader CPUs 0-9 (E)"),
+            "{why}"
+        );
+        // The user's choice still wins.
+        let r = choose_roles(&online, &k, Some(0), None, None).unwrap();
+        assert_eq!(r.rx_cpu, 0);
+    }
+
+    #[test]
+    fn hybrid_and_lopsided_machines() {
+        // x86-like: 8 performance then 8 efficiency.
+        let online: Vec<u32> = (0..16).collect();
+        let k = kinds(&(0..8).collect::<Vec<_>>(), &(8..16).collect::<Vec<_>>());
+        let r = choose_roles(&online, &k, None, None, None).unwrap();
+        sensible(&online, &r);
+        assert_eq!((r.rx_cpu, r.server_cpus.clone()), (0, (1..8).collect()));
+        // One big core and three little: the big one receives; the rest split as on one kind.
+        let online: Vec<u32> = (0..4).collect();
+        let k = kinds(&[3], &[0, 1, 2]);
+        let r = choose_roles(&online, &k, None, None, None).unwrap();
+        sensible(&online, &r);
+        assert_eq!(r.rx_cpu, 3);
+    }
+
     #[test]
     fn roles_must_fit_the_machine() {
-        let err = choose_roles(&[0, 1], Some(5), None, None)
+        let err = choose_roles(&[0, 1], &[], Some(5), None, None)
             .unwrap_err()
             .to_string();
         assert_eq!(
             err,
             "CPU 5 in --rx-cpu is not online on this machine (online: 0-1)"
         );
-        let err = choose_roles(&[0, 1], None, Some(vec![1, 2]), None)
+        let err = choose_roles(&[0, 1], &[], None, Some(vec![1, 2]), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("CPU 2 in --server-cpus"), "{err}");
-        let err = choose_roles(&[0, 1], None, Some(vec![]), None)
+        let err = choose_roles(&[0, 1], &[], None, Some(vec![]), None)
             .unwrap_err()
             .to_string();
         assert_eq!(err, "--server-cpus is empty");

@@ -55,7 +55,11 @@ pub fn run(args: &LabArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let online = online_cpus()?;
-    let roles = args.roles.choose(&online)?;
+    let kinds = crate::lab::machine_kinds(&online);
+    let roles = args.roles.choose(&online, &kinds)?;
+    if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
+        eprintln!("rxsteer lab: {why}");
+    }
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }

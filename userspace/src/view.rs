@@ -18,7 +18,30 @@ use std::{
     time::Duration,
 };
 
-use rxsteer_records::{CpuSample, Sample, XdpMode};
+use rxsteer_records::{
+    run::{core_kinds, CoreKind},
+    CpuSample, Sample, XdpMode,
+};
+use std::collections::BTreeMap;
+
+/// Each CPU's kind (P or E) where the machine has two, for the row labels.
+#[derive(Clone, Debug, Default)]
+pub struct CpuKinds(pub BTreeMap<u32, CoreKind>);
+
+impl CpuKinds {
+    /// This machine's, from sysfs (empty on a machine of one kind).
+    pub fn of_machine() -> Self {
+        let online = rxsteer_tune::cpus::online_cpus().unwrap_or_default();
+        Self(core_kinds(&crate::lab::machine_kinds(&online)))
+    }
+
+    /// " P", " E", or nothing.
+    fn suffix(&self, cpu: u32) -> String {
+        self.0
+            .get(&cpu)
+            .map_or(String::new(), |k| format!(" {}", k.letter()))
+    }
+}
 
 /// Samples kept for the heatmaps (wider terminals show more of them).
 const HISTORY: usize = 240;
@@ -117,6 +140,7 @@ pub fn run(
         .map_err(|e| anyhow::anyhow!("cannot start the live screen on this terminal: {e}"))?;
     let _guard = TerminalGuard;
     let mut history: VecDeque<Sample> = VecDeque::with_capacity(HISTORY);
+    let kinds = CpuKinds::of_machine();
     let mut seen = 0u64;
     while !stop.load(Ordering::SeqCst) && count.is_none_or(|c| seen < c) {
         while let Ok(s) = rx.try_recv() {
@@ -126,7 +150,7 @@ pub fn run(
             history.push_back(s);
             seen += 1;
         }
-        terminal.draw(|f| draw(f, &history, iface, mode))?;
+        terminal.draw(|f| draw(f, &history, &kinds, iface, mode))?;
         if event::poll(Duration::from_millis(100))? && is_quit(&event::read()?) {
             break;
         }
@@ -141,7 +165,7 @@ pub fn is_quit(e: &Event) -> bool {
     k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
 }
 
-fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: XdpMode) {
+fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str, mode: XdpMode) {
     let [title, meaning, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -167,10 +191,10 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, iface: &str, mode: XdpMode) {
         Some(w) => {
             let [maps, table] =
                 Layout::horizontal([Constraint::Min(0), Constraint::Length(w)]).areas(body);
-            draw_heatmaps(f, maps, history);
+            draw_heatmaps(f, maps, history, kinds);
             draw_table(f, table, history.back());
         }
-        None => draw_heatmaps(f, body, history),
+        None => draw_heatmaps(f, body, history, kinds),
     }
 }
 
@@ -186,14 +210,14 @@ pub fn table_width(width: u16) -> Option<u16> {
 }
 
 /// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`.
-pub fn draw_heatmaps(f: &mut Frame, area: Rect, history: &VecDeque<Sample>) {
+pub fn draw_heatmaps(f: &mut Frame, area: Rect, history: &VecDeque<Sample>, kinds: &CpuKinds) {
     let areas = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(area);
     let max_pps = history
         .iter()
         .flat_map(|s| s.cpus.iter().map(move |c| c.packets as f64 / s.interval_s))
         .fold(0.0, f64::max);
     for (map, area) in HEATMAPS.iter().zip(areas.iter()) {
-        draw_heatmap(f, *area, map, history, max_pps);
+        draw_heatmap(f, *area, map, history, kinds, max_pps);
     }
 }
 
@@ -202,6 +226,7 @@ fn draw_heatmap(
     area: Rect,
     map: &Heatmap,
     history: &VecDeque<Sample>,
+    kinds: &CpuKinds,
     max_pps: f64,
 ) {
     let block = Block::bordered().title(map.title);
@@ -210,8 +235,9 @@ fn draw_heatmap(
         f.render_widget(block, area);
         return;
     };
-    // "cpu191 100% ": the CPU and its current figure, then one column per sample.
-    let label = 12usize;
+    // "cpu191 P 100% ": the CPU, its kind where there are two, its current figure; then one
+    // column per sample.
+    let label = 14usize;
     let width = (inner.width as usize).saturating_sub(label);
     let samples: Vec<&Sample> = history
         .iter()
@@ -228,8 +254,8 @@ fn draw_heatmap(
         .map(|&row| {
             let c = &last.cpus[row];
             let mut spans = vec![Span::from(format!(
-                "{:<7}{:>4} ",
-                format!("cpu{}", c.cpu),
+                "{:<9}{:>4} ",
+                format!("cpu{}{}", c.cpu, kinds.suffix(c.cpu)),
                 (map.now)(c, last)
             ))];
             spans.extend(samples.iter().map(|s| {
@@ -340,7 +366,7 @@ mod tests {
         }
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
-        t.draw(|f| draw(f, &history, "veth0", XdpMode::Skb))
+        t.draw(|f| draw(f, &history, &CpuKinds::default(), "veth0", XdpMode::Skb))
             .unwrap();
         let text: String = t
             .backend()
@@ -388,9 +414,14 @@ mod tests {
     }
 
     fn screen(s: &Sample, w: u16, h: u16) -> Vec<String> {
+        screen_with(s, &CpuKinds::default(), w, h)
+    }
+
+    fn screen_with(s: &Sample, kinds: &CpuKinds, w: u16, h: u16) -> Vec<String> {
         let history = VecDeque::from(vec![s.clone(); 50]);
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| draw(f, &history, "eth0", XdpMode::Skb)).unwrap();
+        t.draw(|f| draw(f, &history, kinds, "eth0", XdpMode::Skb))
+            .unwrap();
         let buf = t.backend().buffer();
         (0..h)
             .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect())
@@ -418,11 +449,11 @@ mod tests {
             if let Some(rest) = cells.strip_prefix("cpu") {
                 let id: String = rest.chars().take_while(char::is_ascii_digit).collect();
                 // The label is whole: the id, then the current figure, within its 12 columns.
-                let label: Vec<&str> = cells[..12].split_whitespace().collect();
+                let label: Vec<&str> = cells[..14].split_whitespace().collect();
                 assert!(
                     label.len() == 2
                         && label[0] == format!("cpu{id}")
-                        && cells.as_bytes()[11] == b' ',
+                        && cells.as_bytes()[13] == b' ',
                     "cut label: {line}"
                 );
                 cpus.push(id.parse().unwrap());
@@ -524,6 +555,22 @@ mod tests {
         assert!(lines.contains("cpu19") && lines.contains(" 60%"), "{lines}");
         let lines = screen(&many(192), 160, 40).join("\n");
         assert!(lines.contains("quieter CPUs hidden"), "{lines}");
+    }
+
+    #[test]
+    fn rows_carry_the_core_kind_on_a_machine_of_two() {
+        let kind = |c| {
+            if c >= 10 {
+                CoreKind::Performance
+            } else {
+                CoreKind::Efficiency
+            }
+        };
+        let kinds = CpuKinds((0..20).map(|c| (c, kind(c))).collect());
+        let text = screen_with(&many(20), &kinds, 160, 80).join("\n");
+        assert!(text.contains("cpu19 P   60%"), "{text}");
+        assert!(text.contains("cpu3 E     0%"), "{text}");
+        assert!(!screen(&many(20), 160, 80).join("\n").contains("cpu3 E"));
     }
 
     #[test]

@@ -183,6 +183,7 @@ pub fn environment() -> Environment {
         .take(3)
         .filter_map(|x| x.parse().ok())
         .collect();
+    let online = rxsteer_tune::cpus::online_cpus().unwrap_or_default();
     let cpu_model = read("/proc/cpuinfo")
         .lines()
         .find(|l| l.starts_with("model name") || l.starts_with("CPU part"))
@@ -197,9 +198,13 @@ pub fn environment() -> Environment {
             git: env!("RXSTEER_GIT").into(),
         },
         arch: std::env::consts::ARCH.into(),
-        online_cpus: rxsteer_tune::cpus::online_cpus().map_or(0, |c| c.len()),
+        online_cpus: online.len(),
         loadavg,
         at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        cpu_kinds: rxsteer_tune::topology::read(
+            std::path::Path::new(rxsteer_tune::topology::SYSFS),
+            &online,
+        ),
     }
 }
 

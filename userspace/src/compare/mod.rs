@@ -71,7 +71,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     privilege::require("rxsteer compare", caps)?;
     load::rxload_path()?;
     let online = online_cpus()?;
-    let roles = args.roles.choose(&online)?;
+    let kinds = crate::lab::machine_kinds(&online);
+    let roles = args.roles.choose(&online, &kinds)?;
+    if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
+        eprintln!("rxsteer compare: {why}");
+    }
     let dir = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();

@@ -29,6 +29,12 @@ pub struct Done {
 
 pub struct Screen {
     terminal: Option<DefaultTerminal>,
+    shown: Shown,
+}
+
+/// What the screen shows, apart from the terminal it is drawn on.
+#[derive(Default)]
+struct Shown {
     /// "rep 1/3  cpumap  zap" and what the run is doing.
     label: String,
     history: VecDeque<Sample>,
@@ -37,6 +43,7 @@ pub struct Screen {
     caveat: Option<String>,
     /// What the XDP mode that ran means for cpumap (one line), once attach has said.
     meaning: Option<&'static str>,
+    kinds: view::CpuKinds,
 }
 
 impl Screen {
@@ -50,32 +57,32 @@ impl Screen {
                 })
                 .ok()
             }),
-            label: String::new(),
-            history: VecDeque::with_capacity(HISTORY),
-            live: Vec::new(),
-            done: Vec::new(),
-            caveat,
-            meaning: None,
+            shown: Shown {
+                history: VecDeque::with_capacity(HISTORY),
+                caveat,
+                kinds: view::CpuKinds::of_machine(),
+                ..Default::default()
+            },
         }
     }
 
     /// A new load starts.
     pub fn begin(&mut self, label: String) {
-        self.label = label;
-        self.live.clear();
+        self.shown.label = label;
+        self.shown.live.clear();
     }
 
     pub fn on_sample(&mut self, s: &Sample) {
-        if self.history.len() == HISTORY {
-            self.history.pop_front();
+        if self.shown.history.len() == HISTORY {
+            self.shown.history.pop_front();
         }
-        self.history.push_back(s.clone());
+        self.shown.history.push_back(s.clone());
     }
 
     pub fn on_live(&mut self, l: &LiveLine) {
         if self.terminal.is_none() {
             // Every CPU up to 16; past that the busiest 16 by name, and a count of the rest.
-            let recv: Vec<String> = self.history.back().map_or(vec![], |s| {
+            let recv: Vec<String> = self.shown.history.back().map_or(vec![], |s| {
                 let ms: Vec<f64> = s
                     .cpus
                     .iter()
@@ -93,7 +100,7 @@ impl Screen {
             });
             eprintln!(
                 "{:<24} {:>5.1}s {:<7} {:>9.0} req/s  p99 {:>6} us  errors {}  receive ms/s per CPU [{}]",
-                self.label,
+                self.shown.label,
                 l.t_s,
                 l.phase,
                 l.req_per_s,
@@ -102,25 +109,25 @@ impl Screen {
                 recv.join(" ")
             );
         }
-        self.live.push(*l);
+        self.shown.live.push(*l);
     }
 
     /// The XDP mode attach reported running (the label carries what was asked), and what it
     /// means: on the screen's second line, or said once per change without one.
     pub fn on_attached(&mut self, xdp_mode: XdpMode) {
-        if self.label.contains(" ran ") {
+        if self.shown.label.contains(" ran ") {
             return;
         }
-        self.label.push_str(&format!(" ran {xdp_mode}"));
+        self.shown.label.push_str(&format!(" ran {xdp_mode}"));
         let meaning = xdp_mode.meaning();
-        if self.terminal.is_none() && self.meaning != Some(meaning) {
+        if self.terminal.is_none() && self.shown.meaning != Some(meaning) {
             eprintln!("rxsteer compare: XDP {meaning}");
         }
-        self.meaning = Some(meaning);
+        self.shown.meaning = Some(meaning);
     }
 
     pub fn on_done(&mut self, d: Done) {
-        self.done.push(d);
+        self.shown.done.push(d);
     }
 
     /// Draws (on a terminal) and reads keys; true when the user asked to stop.
@@ -128,15 +135,8 @@ impl Screen {
         let Some(t) = self.terminal.as_mut() else {
             return Ok(false);
         };
-        let (label, history, live, done, caveat, meaning) = (
-            &self.label,
-            &self.history,
-            &self.live,
-            &self.done,
-            &self.caveat,
-            self.meaning,
-        );
-        t.draw(|f| draw(f, label, meaning, history, live, done, caveat.as_deref()))?;
+        let shown = &self.shown;
+        t.draw(|f| draw(f, shown))?;
         while event::poll(Duration::ZERO)? {
             if view::is_quit(&event::read()?) {
                 return Ok(true);
@@ -154,15 +154,17 @@ impl Drop for Screen {
     }
 }
 
-fn draw(
-    f: &mut Frame,
-    label: &str,
-    meaning: Option<&str>,
-    history: &VecDeque<Sample>,
-    live: &[LiveLine],
-    done: &[Done],
-    caveat: Option<&str>,
-) {
+fn draw(f: &mut Frame, shown: &Shown) {
+    let Shown {
+        label,
+        history,
+        live,
+        done,
+        caveat,
+        meaning,
+        kinds,
+    } = shown;
+    let (meaning, caveat) = (*meaning, caveat.as_deref());
     let [title, mode, note, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(u16::from(meaning.is_some())),
@@ -185,7 +187,7 @@ fn draw(
     }
     let [maps, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    view::draw_heatmaps(f, maps, history);
+    view::draw_heatmaps(f, maps, history, kinds);
     let [rps, p99, table] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(6),
@@ -276,18 +278,16 @@ mod tests {
             ratio: Some(1.0),
         }];
         let mut t = Terminal::new(TestBackend::new(160, 40)).unwrap();
-        t.draw(|f| {
-            draw(
-                f,
-                "rep 1/3  cpumap  zap",
-                Some(XdpMode::Skb.meaning()),
-                &history,
-                &live,
-                &done,
-                Some("2 CPUs"),
-            )
-        })
-        .unwrap();
+        let shown = Shown {
+            label: "rep 1/3  cpumap  zap".into(),
+            meaning: Some(XdpMode::Skb.meaning()),
+            history,
+            live: live.to_vec(),
+            done: done.into(),
+            caveat: Some("2 CPUs".into()),
+            kinds: view::CpuKinds::default(),
+        };
+        t.draw(|f| draw(f, &shown)).unwrap();
         let text: String = t
             .backend()
             .buffer()
@@ -325,8 +325,12 @@ mod tests {
         }
         let history = VecDeque::from([s]);
         let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        t.draw(|f| draw(f, "rep 1/1", None, &history, &[], &[], None))
-            .unwrap();
+        let shown = Shown {
+            label: "rep 1/1".into(),
+            history,
+            ..Default::default()
+        };
+        t.draw(|f| draw(f, &shown)).unwrap();
         let text: String = t
             .backend()
             .buffer()
@@ -334,7 +338,7 @@ mod tests {
             .iter()
             .map(|c| c.symbol())
             .collect();
-        assert!(text.contains("cpu150  90%"), "the busiest CPU is shown");
+        assert!(text.contains("cpu150    90%"), "the busiest CPU is shown");
         assert!(text.contains("quieter CPUs hidden"));
         assert!(text.contains("receive kthreads (cpumap, NAPI), %"));
     }
