@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(r.consumed > 0 && r.consumed <= buf.len());
         assert!(r.body.len() <= limits.max_body);
         out.clear();
-        let _ = rpc::handle_json(r.body, &mut out);
+        std::hint::black_box(rpc::handle_json(r.body, &mut out));
         buf = &buf[r.consumed..];
     }
 });

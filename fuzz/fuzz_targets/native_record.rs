@@ -11,13 +11,13 @@ use rxsteer_wire::{
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = Message::parse(data) {
-        let _ = m.frame_type();
+        std::hint::black_box(m.frame_type());
         for slot in (0..data.len()).step_by(8).take(64) {
             let s = m.bytes_slot(slot);
             assert!(s.len() <= data.len());
         }
     }
-    let _ = EthCallResp::decode(data);
+    std::hint::black_box(EthCallResp::decode(data));
     let decoded = EthCallReq::decode(data).is_ok();
     let mut out = Vec::new();
     match rpc::handle_native(data, &mut out) {

@@ -14,13 +14,13 @@ fuzz_target!(|data: &[u8]| {
     let mut buf = data;
     while let Ok(Some(r)) = parse_response(buf) {
         assert!(r.consumed > 0 && r.consumed <= buf.len());
-        let _ = serde_json::from_slice::<JsonResponse>(r.body);
+        std::hint::black_box(serde_json::from_slice::<JsonResponse>(r.body));
         buf = &buf[r.consumed..];
     }
     let mut buf = data;
     while let Ok(Some((frame, used))) = split_frame(buf, 64 << 20) {
         if let Ok(r) = decode_response(frame) {
-            let _ = EthCallResp::decode(r.body);
+            std::hint::black_box(EthCallResp::decode(r.body));
             for (k, v) in r.headers.iter().chain(r.trailer.iter()) {
                 assert!(k.len() + v.len() <= frame.len());
             }

@@ -180,6 +180,19 @@ fn stat(log: &str, key: &str) -> u64 {
 }
 
 pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
+    // The commit the targets are built from, read before they are: what the record names.
+    let commit = cmd::output(
+        "fuzz (git rev-parse)",
+        Command::new("git")
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .current_dir(&paths.root),
+    )
+    .unwrap_or_else(|_| "unknown".into());
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(&paths.root)
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty());
     let cargo_fuzz = ensure_cargo_fuzz(paths)?;
     let targets: Vec<String> = if args.targets.is_empty() {
         TARGETS.iter().map(|t| t.to_string()).collect()
@@ -261,18 +274,6 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
             .map_or(format!("--seconds {}", args.seconds), |n| {
                 format!("--runs {n}")
             });
-        let commit = cmd::output(
-            "fuzz (git rev-parse)",
-            Command::new("git")
-                .args(["rev-parse", "--short=12", "HEAD"])
-                .current_dir(&paths.root),
-        )
-        .unwrap_or_else(|_| "unknown".into());
-        let dirty = Command::new("git")
-            .args(["status", "--porcelain", "--untracked-files=no"])
-            .current_dir(&paths.root)
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty());
         let head =
             format!(
             "# cargo xtask fuzz {limit} (cargo-fuzz {CARGO_FUZZ_VERSION}, libFuzzer with ASan, \
