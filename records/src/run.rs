@@ -326,6 +326,9 @@ pub struct RunDoc {
     pub xdp_frags: Option<String>,
     #[serde(default)]
     pub body_size: Option<u32>,
+    /// Open loop at this many requests per second per load (`--rate`); absent: closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     #[serde(default)]
     pub protos: Vec<Proto>,
     #[serde(default)]

@@ -210,6 +210,12 @@ pub fn render(run: &RunDoc) -> Result<String> {
             "> **An older lab.** This run predates the lab receiving the replies on the loader's side (TSO off on the server veth, threaded NAPI on the loader veth): the loader's receive of every reply ran as NET_RX on the server CPU and is counted here as that CPU's receive work.\n"
         )?;
     }
+    if let Some(r) = run.rate {
+        writeln!(
+            o,
+            "> **Open loop at {r:.0} requests per second per load** (`--rate`): every arm was offered the same load, so req/s ratios say only whether an arm kept up; the figures to read are how busy each CPU was at that load.\n"
+        )?;
+    }
     if run.loader_io == Some(rxsteer_records::LoaderIo::Uring) {
         writeln!(
             o,

@@ -215,6 +215,112 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>], kinds: &BTreeMap<u32, CoreKind>)
     o
 }
 
+/// One line of a line chart: its name, its (x, y) points, and one measured point.
+pub struct Series {
+    pub name: String,
+    pub line: Vec<(f64, f64)>,
+    pub measured: (f64, f64),
+}
+
+/// One line per series over x (CPUs), y (req/s) from 0, and each series' measured point as a
+/// dot.
+pub fn lines(title: &str, x_unit: &str, y_unit: &str, series: &[Series]) -> String {
+    let all = series
+        .iter()
+        .flat_map(|s| s.line.iter().chain(std::iter::once(&s.measured)));
+    let (x_max, y_max) = all.fold((1.0f64, 1.0f64), |(x, y), &(a, b)| (x.max(a), y.max(b)));
+    let (y_top, y_step) = axis(y_max);
+    let (x_top, x_step) = axis(x_max);
+    let (left, top, bottom, right) = (80.0, 40.0, H - 50.0, W - 20.0);
+    let per_row = 2;
+    let rows = series.len().div_ceil(per_row).max(1);
+    let height = H + 16.0 * rows as f64;
+    let x = |v: f64| left + (right - left) * v / x_top;
+    let y = |v: f64| bottom - (bottom - top) * v / y_top;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    for k in 0..=((y_top / y_step).round() as usize) {
+        let v = y_step * k as f64;
+        let _ = write!(
+            o,
+            r##"<line x1="{left}" x2="{right}" y1="{0:.1}" y2="{0:.1}" stroke="#e5e7eb"/><text x="{1}" y="{2:.1}" text-anchor="end">{3}</text>"##,
+            y(v),
+            left - 6.0,
+            y(v) + 4.0,
+            if v >= 1000.0 {
+                format!("{:.0}k", v / 1000.0)
+            } else {
+                format!("{v:.0}")
+            }
+        );
+    }
+    for k in 0..=((x_top / x_step).round() as usize) {
+        let v = x_step * k as f64;
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{v:.0}</text>"#,
+            x(v),
+            bottom + 16.0
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
+        (left + right) / 2.0,
+        bottom + 32.0,
+        esc(x_unit),
+        (top + bottom) / 2.0,
+        (top + bottom) / 2.0,
+        esc(y_unit)
+    );
+    for (
+        i,
+        Series {
+            name,
+            line,
+            measured: point,
+        },
+    ) in series.iter().enumerate()
+    {
+        let color = COLORS[i % COLORS.len()];
+        let pts: Vec<String> = line
+            .iter()
+            .map(|&(a, b)| format!("{:.1},{:.1}", x(a), y(b)))
+            .collect();
+        let _ = write!(
+            o,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"><title>{}: predicted</title></polyline><circle cx="{:.1}" cy="{:.1}" r="4" fill="{color}"><title>{}: measured {:.0} {} on {:.0} {}</title></circle>"#,
+            pts.join(" "),
+            esc(name),
+            x(point.0),
+            y(point.1),
+            esc(name),
+            point.1,
+            esc(y_unit),
+            point.0,
+            esc(x_unit)
+        );
+        let (lx, ly) = (
+            left + (i % per_row) as f64 * 280.0,
+            H - 4.0 + 16.0 * (i / per_row) as f64,
+        );
+        let _ = write!(
+            o,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            ly - 9.0,
+            lx + 14.0,
+            esc(name)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
 /// Every how many rows of `cell_h` px a 12 px label fits with room to spare (14 px apart).
 fn label_step(cell_h: f64) -> usize {
     (14.0 / cell_h).ceil().max(1.0) as usize
@@ -409,6 +515,31 @@ mod tests {
                 ys[cpus - 1] + hs[cpus - 1] < height - 60.0,
                 "{cpus} CPUs: cut at the bottom"
             );
+        }
+    }
+
+    #[test]
+    fn lines_draw_each_series_and_its_measured_point() {
+        let series: Vec<Series> = (0..3)
+            .map(|i| Series {
+                name: format!("arm {i}"),
+                line: (1..=20)
+                    .map(|n| (n as f64, 1000.0 * n as f64 * (i + 1) as f64))
+                    .collect(),
+                measured: (2.0, 2100.0),
+            })
+            .collect();
+        let svg = lines("PREDICTION", "CPUs", "req/s", &series);
+        assert_eq!(svg.matches("<polyline").count(), 3);
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains("arm 2: measured 2100 req/s on 2 CPUs"));
+        // Every point inside the picture.
+        for pts in svg.split("points=\"").skip(1) {
+            for p in pts[..pts.find('"').unwrap()].split(' ') {
+                let (x, y) = p.split_once(',').unwrap();
+                let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+                assert!((0.0..=W).contains(&x) && (0.0..=H).contains(&y), "{p}");
+            }
         }
     }
 

@@ -38,8 +38,35 @@ enum Cmd {
     Compare(rxsteer::compare::CompareArgs),
     /// Render report.md from a comparison's run directory (its run.json).
     Report { dir: std::path::PathBuf },
+    /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
+    /// per request and stage (writes RUN_DIR/predict-<N>cpus.md and .svg).
+    Predict(PredictArgs),
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
     Serve(rxsteer::serve_cmd::ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct PredictArgs {
+    /// A comparison's run directory (its run.json must have every CPU's time split).
+    dir: std::path::PathBuf,
+    /// The CPU count to predict for (1 to 4096).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus: u32,
+    /// The run's RX core (default: the lab's, from run.json).
+    #[arg(long)]
+    rx_cpu: Option<u32>,
+    /// Where the load generator runs on the predicted box.
+    #[arg(long, value_enum, default_value = "remote")]
+    loader: LoaderArg,
+    /// Another stored run (e.g. an open-loop --rate run) to check the fitted costs against.
+    #[arg(long)]
+    check: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LoaderArg {
+    Remote,
+    Local,
 }
 
 fn main() {
@@ -58,6 +85,16 @@ fn main() {
         Cmd::Serve(args) => rxsteer::serve_cmd::run(&args),
         Cmd::Compare(args) => rxsteer::compare::run(&args),
         Cmd::Report { dir } => rxsteer_report::run(&dir),
+        Cmd::Predict(a) => rxsteer_report::predict::run(&rxsteer_report::predict::Ask {
+            dir: &a.dir,
+            cpus: a.cpus,
+            rx_cpu: a.rx_cpu,
+            loader: match a.loader {
+                LoaderArg::Remote => rxsteer_report::predict::LoaderPlace::Remote,
+                LoaderArg::Local => rxsteer_report::predict::LoaderPlace::Local,
+            },
+            check: a.check.as_deref(),
+        }),
     };
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

@@ -96,6 +96,11 @@ pub struct CompareArgs {
     /// upload, 16 for echo).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=64 << 20))]
     pub body_size: Option<u32>,
+    /// Open loop: every load sends this many requests per second on a fixed schedule (rxload
+    /// --rate; 1 to 10 million) instead of as fast as answers come back. For measuring a set
+    /// load below saturation (how busy each CPU is at it), not the most a mode can serve.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
     /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpArg,
@@ -153,6 +158,14 @@ pub struct CompareArgs {
     pub target_ip: Option<std::net::Ipv4Addr>,
     #[command(flatten)]
     pub roles: crate::lab::RoleArgs,
+}
+
+/// Requests per second for --rate: 1 to 10 million.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (1.0..=1e7).contains(&r) => Ok(r),
+        _ => Err(format!("{s:?} is outside 1..=10000000 requests per second")),
+    }
 }
 
 /// A measured window: [`parse_seconds`], at least 200 ms (shorter holds too few samples).

@@ -76,6 +76,8 @@ pub struct LoadSpec<'a> {
     pub scenario: Scenario,
     /// rxload's --body-size, when given.
     pub body_size: Option<u32>,
+    /// Open loop at this many requests per second (rxload --rate), else closed loop.
+    pub rate: Option<f64>,
     pub connections: u32,
     pub io: LoaderIo,
     pub measure: Duration,
@@ -123,6 +125,9 @@ impl LoadSpec<'_> {
         ];
         if let Some(b) = self.body_size {
             a.extend(["--body-size".into(), b.to_string()]);
+        }
+        if let Some(r) = self.rate {
+            a.extend(["--rate".into(), format!("{r}")]);
         }
         a
     }

@@ -1,0 +1,529 @@
+//! `rxsteer predict RUN_DIR --cpus N`: what each arm would serve on N CPUs, **a prediction**,
+//! from the costs a stored run measured per request and per stage.
+//!
+//! The model. Every request costs, in microseconds of CPU:
+//! - `rx`: the receive work the RX core did (NET_RX softirq and receive kthreads on it, and
+//!   the other softirq and irq time there): with one hardware queue this cannot leave that one
+//!   core;
+//! - `steered`: receive work done on the other CPUs (RPS backlog, cpumap kthreads);
+//! - `server`: the server process, every CPU;
+//! - `loader`: the load generator and, in the lab, its veth's receive of the replies (counted
+//!   only with `--loader local`: a remote loader costs this box nothing);
+//! - `overhead`: other softirq and irq time off the RX core.
+//!
+//! On N CPUs the served rate is the smaller of what the RX core can take (1 s / rx) and what
+//! all N together can (N s / everything): whichever binds is named as the limit. Assumed, and
+//! said next to every result: costs per request stay what they were when measured (no cache
+//! or contention effects, no change of GRO or batching with load), server threads scale
+//! linearly, the IPIs and enqueues that steering adds are inside the measured costs, and
+//! nothing else runs. `--check OTHER_RUN` tests the per-request costs against a run they were
+//! not fitted to (an open-loop `--rate` run: each CPU's busy time at that rate).
+use anyhow::{bail, Context, Result};
+use rxsteer_records::{
+    breakdown::TimeSplit,
+    run::{arm_label, RunDoc},
+    Proto, Row,
+};
+use std::{fmt::Write as _, path::Path};
+
+/// Where the load generator runs on the predicted machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoaderPlace {
+    /// Other machines: its CPU and its receive of the replies cost this box nothing.
+    Remote,
+    /// On the box itself, sharing its CPUs.
+    Local,
+}
+
+/// One arm's cost per request and stage, in microseconds of CPU, mean over repetitions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Costs {
+    pub arm: String,
+    pub proto: Proto,
+    /// The measured rate these costs were divided by.
+    pub req_per_s: f64,
+    pub rx: f64,
+    pub steered: f64,
+    pub server: f64,
+    pub loader: f64,
+    pub overhead: f64,
+    /// Per CPU of the fitted run: every busy part but `other` (other processes), per request.
+    pub per_cpu: Vec<f64>,
+}
+
+impl Costs {
+    /// Everything one request costs the box, with or without the loader.
+    pub fn total(&self, loader: LoaderPlace) -> f64 {
+        self.rx
+            + self.steered
+            + self.server
+            + self.overhead
+            + match loader {
+                LoaderPlace::Local => self.loader,
+                LoaderPlace::Remote => 0.0,
+            }
+    }
+}
+
+/// What binds at a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The one core that takes every packet off the single hardware queue.
+    RxCore,
+    /// Every CPU busy: server, steered receive work (and the loader, when local).
+    AllCpus,
+}
+
+impl Limit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::RxCore => "the RX core",
+            Limit::AllCpus => "all CPUs",
+        }
+    }
+}
+
+/// The time split's parts that a request costs (every part but idle and `other`).
+fn work(t: &TimeSplit) -> f64 {
+    t.server + t.loader + t.net_rx + t.receive_kthread + t.other_softirq + t.irq
+}
+
+/// The stage costs of every arm and protocol of `doc`, whose RX core was `rx_cpu`.
+pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
+    let (arms, protos) = doc.dims();
+    let mut out = Vec::new();
+    for a in &arms {
+        for &p in &protos {
+            let rows: Vec<&Row> = doc
+                .of(a, p)
+                .into_iter()
+                .filter(|r| r.req_per_s.is_some_and(|v| v > 0.0) && r.time_ms_per_s.is_some())
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let n = rows.len() as f64;
+            let mut c = Costs {
+                arm: a.clone(),
+                proto: p,
+                req_per_s: rows.iter().filter_map(|r| r.req_per_s).sum::<f64>() / n,
+                rx: 0.0,
+                steered: 0.0,
+                server: 0.0,
+                loader: 0.0,
+                overhead: 0.0,
+                per_cpu: vec![],
+            };
+            for r in &rows {
+                // ms per second / requests per second = ms per request; x1000: us.
+                let us = 1000.0 / r.req_per_s.unwrap_or(1.0) / n;
+                let times = r.time_ms_per_s.as_ref().expect("filtered");
+                if c.per_cpu.len() < times.len() {
+                    c.per_cpu.resize(times.len(), 0.0);
+                }
+                for (cpu, t) in times.iter().enumerate() {
+                    let on_rx = cpu as u32 == rx_cpu;
+                    let receive = t.net_rx + t.receive_kthread;
+                    let softirq_irq = t.other_softirq + t.irq;
+                    if on_rx {
+                        c.rx += (receive + softirq_irq) * us;
+                    } else {
+                        c.steered += receive * us;
+                        c.overhead += softirq_irq * us;
+                    }
+                    c.server += t.server * us;
+                    c.loader += t.loader * us;
+                    c.per_cpu[cpu] += work(t) * us;
+                }
+            }
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        bail!("the run has no load with both req/s and every CPU's time split (runs before the time split was recorded cannot be fitted)");
+    }
+    Ok(out)
+}
+
+/// The predicted rate on `cpus` CPUs and what limits it.
+pub fn predict(c: &Costs, cpus: u32, loader: LoaderPlace) -> (f64, Limit) {
+    let rx_bound = 1e6 / c.rx.max(1e-9);
+    let all_bound = cpus as f64 * 1e6 / c.total(loader).max(1e-9);
+    if rx_bound <= all_bound {
+        (rx_bound, Limit::RxCore)
+    } else {
+        (all_bound, Limit::AllCpus)
+    }
+}
+
+/// One figure of a check: predicted against measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub what: String,
+    pub predicted: f64,
+    pub measured: f64,
+}
+
+impl Check {
+    pub fn error(&self) -> f64 {
+        self.predicted / self.measured.max(1e-9) - 1.0
+    }
+}
+
+/// Each CPU's busy time (ms per second, every part a request costs) in `other`, predicted
+/// from `fit`'s per-request costs at `other`'s measured rate, next to what `other` measured.
+pub fn check(fit: &[Costs], other: &RunDoc, rx_cpu: u32) -> Result<Vec<Check>> {
+    let measured = costs(other, rx_cpu)?;
+    let mut out = Vec::new();
+    for m in &measured {
+        let Some(f) = fit.iter().find(|f| f.arm == m.arm && f.proto == m.proto) else {
+            continue;
+        };
+        for (cpu, (&fc, &mc)) in f.per_cpu.iter().zip(&m.per_cpu).enumerate() {
+            out.push(Check {
+                what: format!(
+                    "{} {} at {:.0} req/s: CPU {cpu} busy ms/s",
+                    arm_label(&m.arm),
+                    m.proto.label(),
+                    m.req_per_s
+                ),
+                predicted: fc * m.req_per_s / 1000.0,
+                measured: mc * m.req_per_s / 1000.0,
+            });
+        }
+    }
+    if out.is_empty() {
+        bail!("the runs share no arm and protocol to check");
+    }
+    Ok(out)
+}
+
+/// The seed's published figure on GB10: untuned 194k req/s, RPS 518k (2.5 GbE, remote loads).
+pub const SEED_RPS_OVER_UNTUNED: f64 = 518.0 / 194.0;
+
+/// Options of one prediction.
+pub struct Ask<'a> {
+    pub dir: &'a Path,
+    pub cpus: u32,
+    pub rx_cpu: Option<u32>,
+    pub loader: LoaderPlace,
+    pub check: Option<&'a Path>,
+}
+
+/// Writes `RUN_DIR/predict-<N>cpus.md` and `.svg`, and prints the table.
+pub fn run(ask: &Ask) -> Result<()> {
+    let doc = crate::read(ask.dir)?;
+    let rx_cpu = match (ask.rx_cpu, doc.roles()) {
+        (Some(c), _) => c,
+        (None, Some(r)) => r.rx_cpu,
+        (None, None) => bail!("the run does not say which CPU was the RX core: give --rx-cpu"),
+    };
+    let fit = costs(&doc, rx_cpu)?;
+    let md = render(&doc, &fit, ask, rx_cpu)?;
+    // One file per question: the CPU count, and the run checked against if any.
+    let stem = match ask.check.and_then(|c| c.file_name()) {
+        Some(c) => format!("predict-{}cpus-check-{}", ask.cpus, c.to_string_lossy()),
+        None => format!("predict-{}cpus", ask.cpus),
+    };
+    std::fs::write(ask.dir.join(format!("{stem}.md")), &md)?;
+    std::fs::write(ask.dir.join(format!("{stem}.svg")), chart(&doc, &fit, ask))?;
+    print!("{md}");
+    eprintln!(
+        "rxsteer predict: wrote {}",
+        ask.dir.join(format!("{stem}.md")).display()
+    );
+    Ok(())
+}
+
+fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String> {
+    let mut o = String::new();
+    writeln!(
+        o,
+        "# PREDICTION for {} CPUs (not a measurement)\n\nFitted on `{}` ({} CPUs, `{}`), RX core CPU {rx_cpu}, loader {}.\n",
+        ask.cpus,
+        ask.dir.display(),
+        doc.cpus,
+        doc.scenario,
+        match ask.loader {
+            LoaderPlace::Remote => "remote (its CPU and reply receive not counted)",
+            LoaderPlace::Local => "local (sharing the CPUs)",
+        }
+    )?;
+    writeln!(o, "## Cost per request and stage, measured (us of CPU)\n")?;
+    writeln!(o, "| arm | protocol | measured req/s | RX core | steered receive | server | loader | other softirq + irq |")?;
+    writeln!(o, "|---|---|---|---|---|---|---|---|")?;
+    for c in fit {
+        writeln!(
+            o,
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            arm_label(&c.arm),
+            c.proto.label(),
+            c.req_per_s,
+            c.rx,
+            c.steered,
+            c.server,
+            c.loader,
+            c.overhead
+        )?;
+    }
+    writeln!(
+        o,
+        "\n## Predicted req/s by CPU count (the limit in brackets)\n"
+    )?;
+    let points: Vec<u32> = [1, 2, 4, 8, 12, 16, 20, 32, 64, 128, 192]
+        .into_iter()
+        .filter(|&n| n <= ask.cpus)
+        .chain(std::iter::once(ask.cpus))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    write!(o, "| arm | protocol |")?;
+    for n in &points {
+        write!(o, " {n} |")?;
+    }
+    writeln!(o, "\n|---|---|{}", "---|".repeat(points.len()))?;
+    for c in fit {
+        write!(o, "| {} | {} |", arm_label(&c.arm), c.proto.label())?;
+        for &n in &points {
+            let (r, l) = predict(c, n, ask.loader);
+            write!(
+                o,
+                " {:.1}k ({}) |",
+                r / 1000.0,
+                if l == Limit::RxCore { "RX" } else { "all" }
+            )?;
+        }
+        writeln!(o)?;
+    }
+    // Each arm against its untuned, at N.
+    writeln!(
+        o,
+        "\n## Ratios to untuned at {} CPUs (prediction)\n",
+        ask.cpus
+    )?;
+    for c in fit.iter().filter(|c| !c.arm.starts_with("none")) {
+        let base = rxsteer_records::run::base_arm(&c.arm);
+        if let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) {
+            let (r, l) = predict(c, ask.cpus, ask.loader);
+            let (ru, lu) = predict(u, ask.cpus, ask.loader);
+            writeln!(
+                o,
+                "- {} over {}: {:.2}x untuned (untuned limited by {}, this arm by {}).",
+                arm_label(&c.arm),
+                c.proto.label(),
+                r / ru,
+                lu.name(),
+                l.name()
+            )?;
+        }
+    }
+    writeln!(o, "\n## Against the seed's measurement\n")?;
+    writeln!(
+        o,
+        "The seed measured RPS at {SEED_RPS_OVER_UNTUNED:.2}x untuned on GB10 (194k -> 518k req/s, 20 cores, 2.5 GbE, remote loaders). When both are limited by the RX core, the ratio is the RX core's cost per request untuned over its cost with RPS: the seed's {SEED_RPS_OVER_UNTUNED:.2}x means RPS left {:.0} % of the RX core's work there.",
+        100.0 / SEED_RPS_OVER_UNTUNED
+    )?;
+    for c in fit.iter().filter(|c| c.arm.starts_with("rps")) {
+        let base = rxsteer_records::run::base_arm(&c.arm);
+        let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) else {
+            continue;
+        };
+        let (r, l) = predict(c, ask.cpus, ask.loader);
+        let (ru, lu) = predict(u, ask.cpus, ask.loader);
+        let left = c.rx / u.rx.max(1e-9);
+        writeln!(
+            o,
+            "- {} {}: predicted {:.2}x at {} CPUs ({} vs {}); here RPS left {:.0} % of the RX core's per-request work on it ({:.1} of {:.1} us), {} than the seed's box did.",
+            arm_label(&c.arm),
+            c.proto.label(),
+            r / ru,
+            ask.cpus,
+            lu.name(),
+            l.name(),
+            left * 100.0,
+            c.rx,
+            u.rx,
+            if left < 1.0 / SEED_RPS_OVER_UNTUNED { "less" } else { "more" }
+        )?;
+    }
+    writeln!(
+        o,
+        "\nWhy they may differ, in plain words (reasons, not measured here): this box's costs are a VM's on veth, where the RX core's untuned work is the whole receive path in software; on the GB10 the Realtek driver, its interrupt handling and its own GRO stay on the RX core whatever steering does, so RPS can move a smaller share there. A 2.5 GbE link or the loaders can also cap the real run before any CPU does, and a 20-core box has caches and memory bandwidth a 2-CPU VM does not show. The model has no term for any of these.\n"
+    )?;
+    if let Some(other) = ask.check {
+        let odoc = crate::read(other).with_context(|| format!("--check {}", other.display()))?;
+        let checks = check(fit, &odoc, rx_cpu)?;
+        writeln!(
+            o,
+            "## Check against `{}` (not fitted on it)\n\nEach CPU's busy time predicted from the fitted costs at the rate that run measured, against what it measured.\n",
+            other.display()
+        )?;
+        writeln!(o, "| figure | predicted | measured | error |")?;
+        writeln!(o, "|---|---|---|---|")?;
+        let mut worst: f64 = 0.0;
+        for c in &checks {
+            writeln!(
+                o,
+                "| {} | {:.0} | {:.0} | {:+.0} % |",
+                c.what,
+                c.predicted,
+                c.measured,
+                c.error() * 100.0
+            )?;
+            // Error on a CPU that hardly works says little; judge those above 50 ms/s.
+            if c.measured >= 50.0 {
+                worst = worst.max(c.error().abs());
+            }
+        }
+        writeln!(
+            o,
+            "\nLargest error on a CPU busy 50 ms/s or more: {:.0} % ({} the 15 % goal).\n",
+            worst * 100.0,
+            if worst <= 0.15 {
+                "within"
+            } else {
+                "NOT within"
+            }
+        )?;
+    }
+    writeln!(o, "## Assumptions\n\n- Costs per request stay as measured at every load and CPU count: no cache, memory or lock effects, no change in GRO or interrupt batching with load.\n- Server threads scale linearly; the RX core's work cannot be split (one hardware queue), everything else can go to any CPU.\n- The IPIs, enqueues and backlog work that steering adds are inside the measured costs (they were measured with it on).\n- Nothing else runs on the box (`other` time is left out); the network and the loaders never cap the rate.\n- Measured on a {}-CPU machine, where the RX core also ran the loader: its receive work is what the time split charged to NET_RX and the receive kthreads there.", doc.cpus)?;
+    Ok(o)
+}
+
+/// Predicted req/s against CPU count, a line per arm and protocol, and the measured rate of
+/// the fitted run as a point at its CPU count.
+fn chart(doc: &RunDoc, fit: &[Costs], ask: &Ask) -> String {
+    let series: Vec<crate::svg::Series> = fit
+        .iter()
+        .map(|c| crate::svg::Series {
+            name: format!("{} {}", arm_label(&c.arm), c.proto.label()),
+            line: (1..=ask.cpus)
+                .map(|n| (n as f64, predict(c, n, ask.loader).0))
+                .collect(),
+            measured: (doc.cpus as f64, c.req_per_s),
+        })
+        .collect();
+    crate::svg::lines(
+        &format!(
+            "PREDICTION: req/s by CPU count (lines), measured on {} CPUs (dots)",
+            doc.cpus
+        ),
+        "CPUs",
+        "req/s",
+        &series,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(server: f64, net_rx: f64, kthread: f64, loader: f64) -> TimeSplit {
+        TimeSplit {
+            server,
+            net_rx,
+            receive_kthread: kthread,
+            loader,
+            idle: 1000.0 - server - net_rx - kthread - loader,
+            ..Default::default()
+        }
+    }
+
+    fn doc() -> RunDoc {
+        // Untuned: 10k req/s, the RX core (CPU 0) does 400 ms/s of receive and 300 of loader;
+        // the server CPU 600 ms/s of server. cpumap: receive moves to CPU 1's kthread.
+        let row = |mode: &str, rps: f64, t: Vec<TimeSplit>| Row {
+            arm: Some(mode.into()),
+            mode: mode.parse().unwrap(),
+            req_per_s: Some(rps),
+            time_ms_per_s: Some(t),
+            ..Default::default()
+        };
+        RunDoc {
+            cpus: 2,
+            runs: vec![
+                row(
+                    "none",
+                    10_000.0,
+                    vec![split(0.0, 400.0, 0.0, 300.0), split(600.0, 0.0, 0.0, 0.0)],
+                ),
+                row(
+                    "cpumap",
+                    8_000.0,
+                    vec![split(0.0, 100.0, 0.0, 240.0), split(480.0, 0.0, 240.0, 0.0)],
+                ),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn costs_come_per_request_and_stage() {
+        let c = costs(&doc(), 0).unwrap();
+        let none = c.iter().find(|c| c.arm == "none").unwrap();
+        // 400 ms/s / 10k req/s = 40 us per request on the RX core.
+        assert!((none.rx - 40.0).abs() < 1e-9, "{none:?}");
+        assert!((none.server - 60.0).abs() < 1e-9);
+        assert!((none.loader - 30.0).abs() < 1e-9);
+        let cpumap = c.iter().find(|c| c.arm == "cpumap").unwrap();
+        assert!((cpumap.rx - 12.5).abs() < 1e-9);
+        assert!((cpumap.steered - 30.0).abs() < 1e-9);
+        assert_eq!(cpumap.per_cpu.len(), 2);
+    }
+
+    #[test]
+    fn the_rx_core_binds_untuned_and_all_cpus_bind_once_receive_is_spread() {
+        let c = costs(&doc(), 0).unwrap();
+        let none = &c[0];
+        // 1 CPU: everything on one: 1e6 / (40 + 60) = 10k.
+        assert_eq!(
+            predict(none, 1, LoaderPlace::Remote),
+            (10_000.0, Limit::AllCpus)
+        );
+        // 20 CPUs: the RX core takes 40 us a request: 25k, whatever the other 19 could do.
+        assert_eq!(
+            predict(none, 20, LoaderPlace::Remote),
+            (25_000.0, Limit::RxCore)
+        );
+        let cpumap = &c[1];
+        let (r, l) = predict(cpumap, 20, LoaderPlace::Remote);
+        assert_eq!(l, Limit::RxCore);
+        assert!((r - 80_000.0).abs() < 1e-6, "{r}");
+        let (r2, _) = predict(cpumap, 2, LoaderPlace::Local);
+        assert!(
+            r2 < predict(cpumap, 2, LoaderPlace::Remote).0,
+            "a local loader costs"
+        );
+    }
+
+    #[test]
+    fn the_check_predicts_busy_time_at_another_rate() {
+        let fit = costs(&doc(), 0).unwrap();
+        let mut at_half = doc();
+        for r in &mut at_half.runs {
+            r.req_per_s = r.req_per_s.map(|v| v / 2.0);
+            for t in r.time_ms_per_s.as_mut().unwrap() {
+                *t = t.scaled(0.5);
+            }
+        }
+        let checks = check(&fit, &at_half, 0).unwrap();
+        assert_eq!(checks.len(), 4);
+        for c in &checks {
+            assert!(c.error().abs() < 0.01, "{c:?}");
+        }
+        assert!(
+            checks[0].what.contains("at 5000 req/s: CPU 0"),
+            "{:?}",
+            checks[0]
+        );
+    }
+
+    #[test]
+    fn a_run_without_time_splits_is_refused_with_the_reason() {
+        let mut d = doc();
+        for r in &mut d.runs {
+            r.time_ms_per_s = None;
+        }
+        assert!(costs(&d, 0).unwrap_err().to_string().contains("time split"));
+    }
+}
