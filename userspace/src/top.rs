@@ -36,8 +36,8 @@ pub struct TopArgs {
     /// Print one JSON object per interval on stdout instead of the live view.
     #[arg(long)]
     pub json: bool,
-    /// Stop after this many intervals (default: until Ctrl-C or SIGTERM).
-    #[arg(long)]
+    /// Stop after this many intervals, at least 1 (default: until Ctrl-C or SIGTERM).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// XDP attach mode: auto tries driver mode, then skb mode, and says which ran.
     #[arg(long, value_enum, default_value = "auto")]

@@ -252,6 +252,10 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
         assert_ne!(code, 0, "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // Out of range: the flag parser's one line with the range, exit 2.
+    let (code, err) = run_top(&lab.server, &["--iface", "lo", "--count", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("0 is not in 1.."), "{err}");
 }
 
 #[test]
