@@ -4,7 +4,8 @@
 use anyhow::{bail, Result};
 
 use rxsteer_dataplane::{
-    Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE, RX_ACCOUNT, STEER,
+    sampler::Sampler, Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE,
+    RX_ACCOUNT, STEER,
 };
 
 use crate::{
@@ -150,6 +151,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         xdp_frags: frags,
         tc: dp.attach_tc(&o.iface, o.tc)?,
     };
+    // The baseline before the line that says observing has begun (see top).
+    let sampler = Sampler::new(dp.take_counters()?, &o.iface)?;
     say_observed(
         &how,
         &o.iface,
@@ -170,13 +173,12 @@ pub fn run(args: &AttachArgs) -> Result<()> {
             Mode::None => "none".to_string(),
         },
     );
-    let counters = dp.take_counters()?;
     let output = Output {
         iface: &o.iface,
         how,
         json: o.json,
     };
-    let shown = observe(counters, o.interval, o.count, &output, &stop);
+    let shown = observe(sampler, o.interval, o.count, &output, &stop);
     drop(dp);
     if let Some(g) = guard {
         let restored = g.revert()?;

@@ -81,6 +81,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
         })
         .join()
         .expect("attach thread")?;
+    // The baseline before the load starts and the line says so.
+    let sampler = rxsteer_dataplane::sampler::Sampler::new(counters, &lab.veth.server_dev)?;
     eprintln!(
         "rxsteer lab: observing {} (XDP driver mode), NAPI thread {} pinned to CPU {}; load: \
          {} connections of 64-byte TCP request/response for {:?} (a built-in echo load; \
@@ -107,7 +109,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
         json: args.json,
     };
     let observed = observe(
-        counters,
+        sampler,
         args.interval,
         Some(intervals.max(1)),
         &output,

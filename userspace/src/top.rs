@@ -20,8 +20,7 @@ use crate::{
     view,
 };
 use rxsteer_dataplane::{
-    sampler::Sampler, Counters, Dataplane, FragsChoice, PortConfig, TcChoice, XdpModeChoice,
-    RX_ACCOUNT,
+    sampler::Sampler, Dataplane, FragsChoice, PortConfig, TcChoice, XdpModeChoice, RX_ACCOUNT,
 };
 use rxsteer_records::{Sample, TcAttached, XdpMode};
 
@@ -119,15 +118,16 @@ pub fn run(args: &TopArgs) -> Result<()> {
         xdp_frags: frags,
         tc: dp.attach_tc(&args.iface, args.tc)?,
     };
+    // The baseline first, then the line that says observing has begun: whatever arrives after
+    // that line is in the first sample.
+    let sampler = Sampler::new(dp.take_counters()?, &args.iface)?;
     say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
-
-    let counters = dp.take_counters()?;
     let output = Output {
         iface: &args.iface,
         how,
         json: args.json,
     };
-    let shown = observe(counters, args.interval, args.count, &output, &stop);
+    let shown = observe(sampler, args.interval, args.count, &output, &stop);
     drop(dp);
     shown
 }
@@ -139,17 +139,16 @@ pub struct Output<'a> {
     pub json: bool,
 }
 
-/// Samples every `interval` on a sampler thread and shows each sample, until `count` samples,
-/// `stop`, or the user quits the view.
+/// Samples every `interval` on a sampler thread (from the baseline `sampler` took when it was
+/// made) and shows each sample, until `count` samples, `stop`, or the user quits the view.
 pub fn observe(
-    counters: Counters,
+    sampler: Sampler,
     interval: Duration,
     count: Option<u64>,
     output: &Output,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
     let (tx, rx) = mpsc::channel();
-    let sampler = Sampler::new(counters, output.iface)?;
     let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx);
     let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let shown = if output.json {
