@@ -8,7 +8,12 @@ use std::path::Path;
 use crate::cpus::parse_cpu_list;
 
 /// The sysfs of this machine.
-pub const SYSFS: &str = "/sys";
+const SYSFS: &str = "/sys";
+
+/// `cpus`' kinds on this machine (its /sys).
+pub fn of_this_machine(cpus: &[u32]) -> Vec<CpuInfo> {
+    read(Path::new(SYSFS), cpus)
+}
 
 /// `cpus`' kinds as `sysfs` (a root like /sys) gives them; what a file does not say stays None.
 pub fn read(sysfs: &Path, cpus: &[u32]) -> Vec<CpuInfo> {

@@ -126,11 +126,6 @@ pub fn choose_roles(
     })
 }
 
-/// The kinds of this machine's online CPUs, as its sysfs gives them.
-pub fn machine_kinds(online: &[u32]) -> Vec<CpuInfo> {
-    rxsteer_tune::topology::read(std::path::Path::new(rxsteer_tune::topology::SYSFS), online)
-}
-
 /// Why the default roles are what they are, when the CPUs are of two kinds (one line).
 pub fn why_roles(roles: &Roles, kinds: &[CpuInfo]) -> Option<String> {
     let k = core_kinds(kinds);

@@ -55,7 +55,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let online = online_cpus()?;
-    let kinds = crate::lab::machine_kinds(&online);
+    let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
     if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
         eprintln!("rxsteer lab: {why}");

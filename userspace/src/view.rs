@@ -32,7 +32,9 @@ impl CpuKinds {
     /// This machine's, from sysfs (empty on a machine of one kind).
     pub fn of_machine() -> Self {
         let online = rxsteer_tune::cpus::online_cpus().unwrap_or_default();
-        Self(core_kinds(&crate::lab::machine_kinds(&online)))
+        Self(core_kinds(&rxsteer_tune::topology::of_this_machine(
+            &online,
+        )))
     }
 
     /// " P", " E", or nothing.

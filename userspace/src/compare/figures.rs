@@ -201,10 +201,7 @@ pub fn environment() -> Environment {
         online_cpus: online.len(),
         loadavg,
         at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cpu_kinds: rxsteer_tune::topology::read(
-            std::path::Path::new(rxsteer_tune::topology::SYSFS),
-            &online,
-        ),
+        cpu_kinds: rxsteer_tune::topology::of_this_machine(&online),
     }
 }
 

@@ -71,7 +71,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     privilege::require("rxsteer compare", caps)?;
     load::rxload_path()?;
     let online = online_cpus()?;
-    let kinds = crate::lab::machine_kinds(&online);
+    let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
     if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
         eprintln!("rxsteer compare: {why}");
