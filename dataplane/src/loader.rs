@@ -141,9 +141,9 @@ impl SteerSets {
 
 /// Highest possible CPU id + 1: the largest cpumap the kernel accepts.
 pub fn nr_cpu_ids() -> Result<u32> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
-    let cpus = rxsteer_tune::cpus::parse_cpu_list(&s)?;
-    Ok(cpus.last().map_or(1, |c| c + 1))
+    Ok(rxsteer_tune::cpus::nr_cpu_ids_under(std::path::Path::new(
+        "/",
+    ))?)
 }
 
 /// `--xdp-mode`: what the user asked for.

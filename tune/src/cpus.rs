@@ -123,8 +123,29 @@ pub fn parse_cpumask(mask: &str) -> Result<Vec<u32>, CpuListError> {
 
 /// The online CPUs of this machine.
 pub fn online_cpus() -> std::io::Result<Vec<u32>> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")?;
-    parse_cpu_list(&s).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    online_cpus_under(std::path::Path::new("/"))
+}
+
+/// The online CPUs a system tree under `root` lists (`/` on a real machine).
+pub fn online_cpus_under(root: &std::path::Path) -> std::io::Result<Vec<u32>> {
+    cpu_list_file(&root.join("sys/devices/system/cpu/online"))
+}
+
+/// Highest possible CPU id + 1 under `root`: the width of the masks the kernel prints and the
+/// largest cpumap it accepts.
+pub fn nr_cpu_ids_under(root: &std::path::Path) -> std::io::Result<u32> {
+    let cpus = cpu_list_file(&root.join("sys/devices/system/cpu/possible"))?;
+    Ok(cpus.last().map_or(1, |c| c + 1))
+}
+
+fn cpu_list_file(path: &std::path::Path) -> std::io::Result<Vec<u32>> {
+    let s = std::fs::read_to_string(path)?;
+    parse_cpu_list(&s).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
 }
 
 #[cfg(test)]

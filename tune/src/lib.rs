@@ -12,5 +12,13 @@ pub mod sysctl;
 pub mod topology;
 
 pub use apply::{apply, revert, show, Change, Plan, TuneError};
+
+/// The root of the system tree tuning reads its CPU lists from and writes its files under:
+/// `/`, or `RXSTEER_TUNE_ROOT` when set. The variable exists for tests, which point it at a
+/// fake sysfs tree to drive `attach` with CPU counts this machine does not have (masks past 64
+/// CPUs). XDP, the sampler and the view always use the real machine.
+pub fn tune_root() -> std::path::PathBuf {
+    std::env::var_os("RXSTEER_TUNE_ROOT").map_or_else(|| "/".into(), Into::into)
+}
 pub use profile::{profile, ProfileInput};
 pub use state::StateFile;

@@ -4,11 +4,13 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 use rxsteer_tune::{
-    apply, cpus::online_cpus, profile, revert, state::STATE_DIR, sysctl, Change, Plan,
-    ProfileInput, StateFile,
+    apply,
+    cpus::{nr_cpu_ids_under, online_cpus_under},
+    profile, revert,
+    state::STATE_DIR,
+    sysctl, Change, Plan, ProfileInput, StateFile,
 };
 
-use rxsteer_dataplane::nr_cpu_ids;
 use rxsteer_records::Mode;
 
 /// This network namespace's state file.
@@ -21,7 +23,8 @@ pub fn state_path() -> Result<PathBuf> {
 
 /// The profile input for `iface`; `cpus` is the RPS/XPS allowlist (default: online CPUs).
 pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> {
-    let online = online_cpus()?;
+    let root = rxsteer_tune::tune_root();
+    let online = online_cpus_under(&root)?;
     let cpus = cpus.map_or_else(|| online.clone(), <[u32]>::to_vec);
     if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
         bail!(
@@ -32,9 +35,9 @@ pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> 
     Ok(ProfileInput {
         iface: iface.to_string(),
         cpus,
-        nr_cpu_ids: nr_cpu_ids()?,
+        nr_cpu_ids: nr_cpu_ids_under(&root)?,
         root_netns: sysctl::in_root_netns()?,
-        root: PathBuf::from("/"),
+        root,
     })
 }
 

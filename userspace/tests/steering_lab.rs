@@ -283,6 +283,123 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
     assert_eq!(touched(&lab), before);
 }
 
+/// A 192-CPU machine's CPU lists and the queue files of `dev`, as sysfs would hold them.
+fn fake_sysfs_192(dev: &str) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("rxsteer-sysfs192-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let cpu = root.join("sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    std::fs::write(cpu.join("online"), "0-191\n").unwrap();
+    std::fs::write(cpu.join("possible"), "0-191\n").unwrap();
+    let zero = "00000000,00000000,00000000,00000000,00000000,00000000\n";
+    for (q, files) in [
+        ("rx-0", &[("rps_cpus", zero), ("rps_flow_cnt", "0\n")][..]),
+        ("tx-0", &[("xps_cpus", zero)][..]),
+    ] {
+        let dir = root.join(format!("sys/class/net/{dev}/queues/{q}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (f, v) in files {
+            std::fs::write(dir.join(f), v).unwrap();
+        }
+    }
+    root
+}
+
+fn files_under(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+#[ignore = "needs root: attaches XDP in a veth lab"]
+fn rps_masks_past_64_cpus_go_end_to_end_through_attach_on_a_fake_sysfs_tree() {
+    let lab = lab('g');
+    let real_before = touched(&lab);
+    let root = fake_sysfs_192(&lab.server_dev);
+    let fake_before = files_under(&root);
+    let rps_file = root.join(format!(
+        "sys/class/net/{}/queues/rx-0/rps_cpus",
+        lab.server_dev
+    ));
+    let xps_file = root.join(format!(
+        "sys/class/net/{}/queues/tx-0/xps_cpus",
+        lab.server_dev
+    ));
+    let run = |cpus: &str| {
+        lab.server
+            .command(RXSTEER)
+            .env("RXSTEER_TUNE_ROOT", &root)
+            .args(["attach", "--iface", &lab.server_dev, "--steer", "rps"])
+            .args([
+                "--cpus",
+                cpus,
+                "--json",
+                "--interval",
+                "300ms",
+                "--count",
+                "4",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // CPU 192 is past the fake machine's last: refused, nothing written.
+    let out = run("0,192").wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CPU 192 in --cpus is not online"), "{err}");
+    assert_eq!(files_under(&root), fake_before);
+
+    // Both sides of the 32- and 64-bit word boundaries, and a run to the last CPU.
+    let mut child = run("0,63,64,100-191");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let start = Instant::now();
+    while !said.contains("observing") {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "attach exited: {said}"
+        );
+        said.push_str(&line);
+        assert!(start.elapsed() < Duration::from_secs(10), "{said}");
+    }
+    // Written by hand, most significant 32-bit group first: 191..160, 159..128, 127..96
+    // (100-127), 95..64 (64), 63..32 (63), 31..0 (0).
+    let want = "ffffffff,ffffffff,fffffff0,00000001,80000000,00000001";
+    assert_eq!(std::fs::read_to_string(&rps_file).unwrap().trim(), want);
+    assert_eq!(std::fs::read_to_string(&xps_file).unwrap().trim(), want);
+    assert!(said.contains("rps (CPUs 0,63-64,100-191)"), "{said}");
+    assert!(child.wait().unwrap().success());
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("tuned value(s) restored"), "{rest}");
+    assert_eq!(
+        files_under(&root),
+        fake_before,
+        "the fake tree is restored byte for byte"
+    );
+    assert_eq!(
+        touched(&lab),
+        real_before,
+        "the real queues were never touched"
+    );
+    assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn every_exit_restores_the_host_and_modes_are_exclusive() {
