@@ -181,6 +181,17 @@ names! {
 }
 
 names! {
+    /// The server's I/O engine (`serve --io`, `compare --server-io`).
+    ServerIo, "server I/O engine" {
+        /// tokio over epoll: one read and one write per batch of a connection's requests.
+        Epoll = "epoll",
+        /// io_uring: multishot accept and receive into a provided-buffer ring, every
+        /// connection's responses of a completion batch submitted in one kernel entry.
+        Uring = "uring",
+    }
+}
+
+names! {
     /// Which part of a load a line or sample belongs to.
     Phase, "phase" {
         Warmup = "warmup",

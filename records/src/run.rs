@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::{
     breakdown::{TimeSplit, Verdict},
-    names::{LoaderIo, Mode, Proto, Scenario, XdpMode},
+    names::{LoaderIo, Mode, Proto, Scenario, ServerIo, XdpMode},
     sample::TcAttached,
 };
 
@@ -339,6 +339,9 @@ pub struct RunDoc {
     pub connections: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_io: Option<LoaderIo>,
+    /// The server's engine; runs before it existed used epoll.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_io: Option<ServerIo>,
     #[serde(default)]
     pub reps: u32,
     pub caveat: Option<String>,

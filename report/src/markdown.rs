@@ -222,6 +222,12 @@ pub fn render(run: &RunDoc) -> Result<String> {
             "> rxload ran on io_uring (`--loader-io uring`): less load-generator CPU per request, and a response may be timed up to 100 us late, so p99 reads high by up to that much.\n"
         )?;
     }
+    if run.server_io == Some(rxsteer_records::ServerIo::Uring) {
+        writeln!(
+            o,
+            "> The server ran on io_uring (`--server-io uring`): fewer system calls and wake-ups per request than the epoll engine, so its CPU time per request is lower and more of each CPU is left to receive work.\n"
+        )?;
+    }
     if let Some(m) = &run.loaded_machine {
         writeln!(
             o,

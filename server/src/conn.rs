@@ -15,8 +15,8 @@ use tokio::{
 use rxsteer_wire::http1::Limits;
 
 use crate::{
-    framing::{Framing, Split},
-    handlers::{body_bytes, handle},
+    batch::{answer, End},
+    framing::Framing,
 };
 
 /// Per-connection limits and timeouts.
@@ -149,6 +149,30 @@ impl ReadBuf {
         Ok(n)
     }
 
+    /// Appends bytes received elsewhere (io_uring's provided buffers), compacting or growing
+    /// as a read would. `InvalidData` when they do not fit under the limit.
+    pub fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.end + data.len() > self.buf.len() && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let need = self.end + data.len();
+        if need > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request larger than the buffer limit",
+            ));
+        }
+        if need > self.buf.len() {
+            let grown = need.next_power_of_two().min(self.limit);
+            self.buf.resize(grown, 0);
+        }
+        self.buf[self.end..need].copy_from_slice(data);
+        self.end = need;
+        Ok(())
+    }
+
     /// Everything read was used and the socket was empty at the last read: the next read
     /// would only return EAGAIN. Clear tokio's readiness instead, saving that system call per
     /// request. Race-free: `try_io` clears only the readiness it observed, and bytes arriving
@@ -228,45 +252,29 @@ pub async fn serve<F: Framing>(
         ) {
             return Ok(());
         }
-        let mut consumed = 0;
-        let mut close = false;
-        let mut n = 0;
-        loop {
-            let req = match F::split(&rd.data()[consumed..], cfg, &mut out) {
-                Split::Whole(req) => req,
-                Split::Partial => break,
-                Split::Refused => {
-                    close = true;
-                    break;
+        let (mut consumed, mut n) = (0, 0);
+        let close = loop {
+            let a = answer::<F>(&rd.data()[consumed..], cfg, &mut out, &mut scratch);
+            n += a.n;
+            match a.end {
+                End::Partial => {
+                    consumed += a.used;
+                    break false;
                 }
-            };
-            let reply = handle(
-                req.method,
-                req.target,
-                req.content_type,
-                req.body,
-                &mut scratch,
-            );
-            let body = body_bytes(&reply, &scratch);
-            if body.len() >= cfg.vectored_min {
-                F::encode_head(
-                    &mut out,
-                    reply.status,
-                    reply.content_type,
-                    body.len(),
-                    req.close,
-                );
-                send_with_body(&mut s, &mut out, body).await?;
-            } else {
-                F::encode(&mut out, reply.status, reply.content_type, body, req.close);
+                End::Close => {
+                    consumed += a.used;
+                    break true;
+                }
+                End::Body { at, close } => {
+                    let body = at.bytes(&rd.data()[consumed..], &scratch);
+                    send_with_body(&mut s, &mut out, body).await?;
+                    consumed += a.used;
+                    if close {
+                        break true;
+                    }
+                }
             }
-            consumed += req.used;
-            n += 1;
-            if req.close {
-                close = true;
-                break;
-            }
-        }
+        };
         end_batch(&mut s, &mut rd, &mut out, served, consumed, n).await?;
         if close {
             return Ok(());

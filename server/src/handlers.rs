@@ -92,15 +92,6 @@ pub fn handle<'a>(
     }
 }
 
-/// The bytes of a reply's body.
-pub fn body_bytes<'a>(reply: &'a Reply<'a>, scratch: &'a [u8]) -> &'a [u8] {
-    match reply.body {
-        Body::Static(b) => b,
-        Body::Request(b) => b,
-        Body::Scratch => scratch,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,11 @@
 //! One worker thread per CPU (optionally pinned), each with its own current-thread runtime and
 //! its own SO_REUSEPORT listener per transport (xitca-web's shape); one connection loop over
 //! both framings; one set of handlers behind both transports. Needs no privileges and no BPF.
+pub mod batch;
 pub mod conn;
 pub mod framing;
 pub mod handlers;
+pub mod uring;
 
 use anyhow::{bail, Context, Result};
 use std::{
@@ -15,6 +17,7 @@ use std::{
 
 use conn::ConnConfig;
 use framing::{Http, Zap};
+pub use rxsteer_records::ServerIo;
 use rxsteer_tune::pin::pin_current_thread;
 use rxsteer_wire::http1::Limits;
 
@@ -36,6 +39,8 @@ pub struct ServeConfig {
     pub http: Option<SocketAddr>,
     pub zap: Option<SocketAddr>,
     pub threads: usize,
+    /// The I/O engine every worker runs.
+    pub io: ServerIo,
     /// Pin worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
     pub conn: ConnConfig,
@@ -49,6 +54,7 @@ impl Default for ServeConfig {
             http: Some(SocketAddr::from(([0, 0, 0, 0], 8080))),
             zap: Some(SocketAddr::from(([0, 0, 0, 0], 9653))),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            io: ServerIo::Epoll,
             cpus: None,
             conn: ConnConfig {
                 http: Limits::default(),
@@ -101,6 +107,7 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
     let served = Arc::new(Served::default());
     let conn = Arc::new(cfg.conn.clone());
     let mut first = Some(first);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     for i in 0..cfg.threads {
         let listeners = match first.take() {
             Some(l) => l,
@@ -111,13 +118,25 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
         };
         let cpu = cfg.cpus.as_ref().map(|c| c[i % c.len()]);
         let (served, conn, hook) = (Arc::clone(&served), Arc::clone(&conn), cfg.on_worker_start);
+        let (io, ready) = (cfg.io, ready_tx.clone());
         std::thread::Builder::new()
             .name(format!("rxsteer-serve-{i}"))
             .spawn(move || {
-                if let Err(e) = worker(listeners, cpu, conn, served, hook) {
+                let started = Started(Some(ready));
+                if let Err(e) = worker(listeners, cpu, io, conn, served, hook, started) {
                     eprintln!("rxsteer serve: worker {i} stopped: {e:#}");
                 }
             })?;
+    }
+    // Every worker says it is serving, or why it cannot, before `start` returns: an engine
+    // the kernel refuses is one error here, not workers dying one by one later.
+    drop(ready_tx);
+    for _ in 0..cfg.threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => bail!("{e}"),
+            Err(_) => bail!("a server worker ended before it started serving"),
+        }
     }
     let addr_of = |t| bound.iter().find(|(bt, _)| *bt == t).map(|&(_, a)| a);
     Ok(Server {
@@ -127,23 +146,67 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
     })
 }
 
+/// Tells `start` once whether a worker is serving (dropped unsaid: it ended early).
+struct Started(Option<std::sync::mpsc::Sender<Result<(), String>>>);
+
+impl Started {
+    fn say(&mut self, r: &Result<()>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(r.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
+        }
+    }
+}
+
 fn worker(
     listeners: Vec<(Transport, TcpListener)>,
     cpu: Option<u32>,
+    io: ServerIo,
     conn: Arc<ConnConfig>,
     served: Arc<Served>,
     hook: Option<fn()>,
+    mut started: Started,
 ) -> Result<()> {
-    if let Some(cpu) = cpu {
-        pin_current_thread(cpu)?;
+    let set_up = (|| {
+        if let Some(cpu) = cpu {
+            pin_current_thread(cpu)?;
+        }
+        if let Some(h) = hook {
+            h();
+        }
+        Ok(())
+    })();
+    if set_up.is_err() {
+        // Said to `start`, which fails with it: nothing more to report here.
+        started.say(&set_up);
+        return Ok(());
     }
-    if let Some(h) = hook {
-        h();
+    match io {
+        ServerIo::Epoll => epoll_worker(listeners, conn, served, started),
+        ServerIo::Uring => uring::worker(listeners, conn, served, |r| started.say(r)),
     }
+}
+
+fn epoll_worker(
+    listeners: Vec<(Transport, TcpListener)>,
+    conn: Arc<ConnConfig>,
+    served: Arc<Served>,
+    mut started: Started,
+) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        .build()?;
+        .build()
+        .context("starting a tokio runtime");
+    let rt = match rt {
+        Ok(rt) => {
+            started.say(&Ok(()));
+            rt
+        }
+        Err(e) => {
+            started.say(&Err(e));
+            return Ok(());
+        }
+    };
     rt.block_on(async move {
         for (t, l) in listeners {
             let l = tokio::net::TcpListener::from_std(l)?;

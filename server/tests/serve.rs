@@ -1,6 +1,9 @@
 //! The servers over real sockets on loopback: every route on both transports, pipelining, and
 //! every kind of bad input getting its defined answer. No privileges needed.
-use rxsteer_server::{start, ServeConfig, Server};
+#[macro_use]
+mod common;
+
+use rxsteer_server::{ServeConfig, ServerIo};
 use rxsteer_wire::{
     native::{EthCallReq, EthCallResp},
     rpc,
@@ -10,25 +13,20 @@ use rxsteer_wire::{
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
-    sync::OnceLock,
     time::Duration,
 };
 
-fn server() -> &'static Server {
-    static S: OnceLock<Server> = OnceLock::new();
-    S.get_or_init(|| {
-        let mut cfg = ServeConfig {
-            http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-            zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-            threads: 2,
-            ..ServeConfig::default()
-        };
-        cfg.conn.http.max_body = 1 << 20;
-        cfg.conn.max_frame = 2 << 20;
-        start(cfg).unwrap()
-    })
-}
-
+server_per_engine!({
+    let mut cfg = ServeConfig {
+        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        threads: 2,
+        ..ServeConfig::default()
+    };
+    cfg.conn.http.max_body = 1 << 20;
+    cfg.conn.max_frame = 2 << 20;
+    cfg
+});
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -63,8 +61,8 @@ fn read_http(s: &mut TcpStream, n: usize) -> Vec<(u16, Vec<u8>)> {
     out
 }
 
-fn http(req: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = connect(server().http.unwrap());
+fn http(io: ServerIo, req: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = connect(server(io).http.unwrap());
     s.write_all(req).unwrap();
     read_http(&mut s, 1).remove(0)
 }
@@ -85,13 +83,12 @@ fn closed(s: &mut TcpStream) -> bool {
     }
 }
 
-#[test]
-fn http_routes() {
+fn http_routes(io: ServerIo) {
     assert_eq!(
-        http(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+        http(io, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
         (200, b"ok".to_vec())
     );
-    assert_eq!(http(b"GET /nope HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(io, b"GET /nope HTTP/1.1\r\n\r\n").0, 404);
     for size in [16usize, 256, 800, 4096, 65536, 1 << 20] {
         let body: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
         let req = [
@@ -99,7 +96,7 @@ fn http_routes() {
             &body,
         ]
         .concat();
-        assert_eq!(http(&req), (200, body), "echo {size}");
+        assert_eq!(http(io, &req), (200, body), "echo {size}");
     }
     let json = br#"{"method":"eth_getBalance","account":"0xdeadbeef00112233445566778899aabbccddeeff","block":68943,"id":9}"#;
     let req = [
@@ -111,7 +108,7 @@ fn http_routes() {
         json,
     ]
     .concat();
-    let (status, body) = http(&req);
+    let (status, body) = http(io, &req);
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(
@@ -120,9 +117,8 @@ fn http_routes() {
     );
 }
 
-#[test]
-fn http_pipelined_requests_are_all_answered_in_order() {
-    let mut s = connect(server().http.unwrap());
+fn http_pipelined_requests_are_all_answered_in_order(io: ServerIo) {
+    let mut s = connect(server(io).http.unwrap());
     let mut reqs = Vec::new();
     for i in 0..50 {
         reqs.extend_from_slice(
@@ -139,8 +135,7 @@ fn http_pipelined_requests_are_all_answered_in_order() {
     }
 }
 
-#[test]
-fn http_bad_requests_get_their_status_and_close() {
+fn http_bad_requests_get_their_status_and_close(io: ServerIo) {
     let big_header = [
         b"GET / HTTP/1.1\r\nX: ".as_slice(),
         &vec![b'y'; 20000],
@@ -172,7 +167,7 @@ fn http_bad_requests_get_their_status_and_close() {
         ),
     ];
     for (req, status) in cases {
-        let mut s = connect(server().http.unwrap());
+        let mut s = connect(server(io).http.unwrap());
         s.write_all(&req).unwrap();
         let got = read_http(&mut s, 1);
         assert_eq!(
@@ -184,7 +179,7 @@ fn http_bad_requests_get_their_status_and_close() {
         assert!(closed(&mut s), "closed after {status}");
     }
     // Connection: close is honoured after the response.
-    let mut s = connect(server().http.unwrap());
+    let mut s = connect(server(io).http.unwrap());
     s.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     assert_eq!(read_http(&mut s, 1)[0].0, 200);
@@ -220,9 +215,8 @@ fn read_zap(s: &mut TcpStream, n: usize) -> Vec<(u16, Vec<u8>, Vec<u8>)> {
     out
 }
 
-#[test]
-fn zap_routes_and_pipelining() {
-    let mut s = connect(server().zap.unwrap());
+fn zap_routes_and_pipelining(io: ServerIo) {
+    let mut s = connect(server(io).zap.unwrap());
     let host: &[(&[u8], &[u8])] = &[(b"Host", b"127.0.0.1:8391")];
     s.write_all(&zap_request(b"GET", b"/health", host, b""))
         .unwrap();
@@ -268,9 +262,8 @@ fn zap_routes_and_pipelining() {
     assert_eq!(got[4].0, 404);
 }
 
-#[test]
-fn zap_bad_frames() {
-    let addr = server().zap.unwrap();
+fn zap_bad_frames(io: ServerIo) {
+    let addr = server(io).zap.unwrap();
     // Zero length and a length over the limit: closed, as the reference does, no reply.
     for prefix in [0u32, (2 << 20) + 1, u32::MAX] {
         let mut s = connect(addr);
@@ -302,3 +295,11 @@ fn zap_bad_frames() {
     }
     assert_eq!(read_zap(&mut s, 1)[0].0, 200);
 }
+
+on_each_engine!(
+    http_routes,
+    http_pipelined_requests_are_all_answered_in_order,
+    http_bad_requests_get_their_status_and_close,
+    zap_routes_and_pipelining,
+    zap_bad_frames,
+);

@@ -1,32 +1,30 @@
 //! Hostile input while serving: each bad connection gets its defined answer or is closed, and
 //! the server keeps serving everyone else. No privileges needed.
-use rxsteer_server::{start, ServeConfig, Server};
+#[macro_use]
+mod common;
+
+use rxsteer_server::{ServeConfig, ServerIo};
 use rxsteer_wire::zaphttp::encode_request;
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
-    sync::OnceLock,
     time::{Duration, Instant},
 };
 
 const IDLE: Duration = Duration::from_millis(500);
 const REQUEST: Duration = Duration::from_millis(1500);
 
-fn server() -> &'static Server {
-    static S: OnceLock<Server> = OnceLock::new();
-    S.get_or_init(|| {
-        let mut cfg = ServeConfig {
-            http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-            zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-            threads: 1,
-            ..ServeConfig::default()
-        };
-        cfg.conn.idle = IDLE;
-        cfg.conn.request = REQUEST;
-        start(cfg).unwrap()
-    })
-}
-
+server_per_engine!({
+    let mut cfg = ServeConfig {
+        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        threads: 1,
+        ..ServeConfig::default()
+    };
+    cfg.conn.idle = IDLE;
+    cfg.conn.request = REQUEST;
+    cfg
+});
 fn conn(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -67,12 +65,12 @@ fn closed_at_once(s: &mut TcpStream) -> Vec<u8> {
 }
 
 /// A good client still gets answers on both transports.
-fn still_serving() {
-    let mut h = conn(server().http.unwrap());
+fn still_serving(io: ServerIo) {
+    let mut h = conn(server(io).http.unwrap());
     h.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     assert!(closed_at_once(&mut h).ends_with(b"\r\n\r\nok"));
-    let mut z = conn(server().zap.unwrap());
+    let mut z = conn(server(io).zap.unwrap());
     let mut req = Vec::new();
     encode_request(&mut req, b"GET", b"/health", &[], b"");
     z.write_all(&req).unwrap();
@@ -81,14 +79,13 @@ fn still_serving() {
     assert_eq!(&resp[127..], b"ok");
 }
 
-#[test]
-fn half_a_request_then_silence_is_closed_after_the_idle_timeout() {
+fn half_a_request_then_silence_is_closed_after_the_idle_timeout(io: ServerIo) {
     for (addr, half) in [
         (
-            server().http.unwrap(),
+            server(io).http.unwrap(),
             b"GET /health HTTP/1.1\r\nHost: x\r\n".to_vec(),
         ),
-        (server().zap.unwrap(), {
+        (server(io).zap.unwrap(), {
             let mut r = Vec::new();
             encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
             r.truncate(300);
@@ -101,12 +98,11 @@ fn half_a_request_then_silence_is_closed_after_the_idle_timeout() {
         assert!(got.is_empty(), "no reply to half a request");
         assert!(took >= IDLE / 2 && took < IDLE * 6, "closed after {took:?}");
     }
-    still_serving();
+    still_serving(io);
 }
 
-#[test]
-fn garbage_overruns_and_bad_text_get_defined_answers() {
-    let zap = server().zap.unwrap();
+fn garbage_overruns_and_bad_text_get_defined_answers(io: ServerIo) {
+    let zap = server(io).zap.unwrap();
     // Random bytes as a "frame" of plausible length: 400 then closed.
     let mut s = conn(zap);
     let mut junk = vec![0, 0, 0, 64];
@@ -139,7 +135,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
     s.read_exact(&mut head).unwrap();
     assert_eq!(u16::from_le_bytes([head[20], head[21]]), 404);
     // HTTP: invalid UTF-8 in the request line is a 400.
-    let mut s = conn(server().http.unwrap());
+    let mut s = conn(server(io).http.unwrap());
     s.write_all(b"GET /\xff\xfe HTTP/1.1\r\n\r\n").unwrap();
     let got = closed_at_once(&mut s);
     assert!(
@@ -147,36 +143,34 @@ fn garbage_overruns_and_bad_text_get_defined_answers() {
         "{}",
         String::from_utf8_lossy(&got)
     );
-    still_serving();
+    still_serving(io);
 }
 
-#[test]
-fn many_idle_connections_do_not_stop_service() {
+fn many_idle_connections_do_not_stop_service(io: ServerIo) {
     let conns: Vec<TcpStream> = (0..500)
         .map(|i| {
             conn(
                 if i % 2 == 0 {
-                    server().http
+                    server(io).http
                 } else {
-                    server().zap
+                    server(io).zap
                 }
                 .unwrap(),
             )
         })
         .collect();
-    still_serving();
+    still_serving(io);
     drop(conns);
 }
 
-#[test]
-fn slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline() {
+fn slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline(io: ServerIo) {
     for (addr, endless) in [
         (
-            server().http.unwrap(),
+            server(io).http.unwrap(),
             b"GET /health HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
                 .to_vec(),
         ),
-        (server().zap.unwrap(), {
+        (server(io).zap.unwrap(), {
             let mut r = Vec::new();
             encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
             r
@@ -209,5 +203,12 @@ fn slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline()
             "closed after {took:?}"
         );
     }
-    still_serving();
+    still_serving(io);
 }
+
+on_each_engine!(
+    half_a_request_then_silence_is_closed_after_the_idle_timeout,
+    garbage_overruns_and_bad_text_get_defined_answers,
+    many_idle_connections_do_not_stop_service,
+    slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline,
+);

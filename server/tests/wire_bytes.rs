@@ -1,7 +1,10 @@
 //! On-wire size of each scenario's request and response on both transports, measured on real
 //! connections to the server: printed, and asserted against the formats' size models (and the
 //! spec's published sizes where it gives them).
-use rxsteer_server::{start, ServeConfig};
+#[macro_use]
+mod common;
+
+use rxsteer_server::{start, ServeConfig, ServerIo};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
     io::{Read, Write},
@@ -61,12 +64,12 @@ fn http_post(path: &str, ct: &str, body: &[u8]) -> Vec<u8> {
     [format!("POST {path} HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes(), body].concat()
 }
 
-#[test]
-fn scenario_sizes_on_both_transports() {
+fn scenario_sizes_on_both_transports(io: ServerIo) {
     let server = start(ServeConfig {
         http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         threads: 1,
+        io,
         ..ServeConfig::default()
     })
     .unwrap();
@@ -179,3 +182,5 @@ fn scenario_sizes_on_both_transports() {
         assert_eq!(resp, want_resp, "{name} over {transport}: response bytes");
     }
 }
+
+on_each_engine!(scenario_sizes_on_both_transports);

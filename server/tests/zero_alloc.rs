@@ -1,7 +1,7 @@
 //! Zero allocation per request, measured: the counting global allocator (rxsteer-alloc) judges
 //! only the server's worker thread; after a warm-up, 10 000 requests per route and transport must
 //! allocate nothing. Prints allocs/request and bytes/request for each.
-use rxsteer_server::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig, ServerIo};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
     io::{Read, Write},
@@ -57,12 +57,45 @@ fn response_len(s: &mut TcpStream, req: &[u8], zap: bool) -> usize {
     }
 }
 
+/// Both engines, one after the other: the counter judges every marked worker thread, so two
+/// servers measured at once would count each other's connection set-up.
 #[test]
 fn steady_state_requests_allocate_nothing() {
+    let mut failures = Vec::new();
+    for io in ServerIo::ALL {
+        println!("engine {io}:");
+        failures.extend(one_engine(*io).into_iter().map(|f| format!("{io}: {f}")));
+    }
+    assert!(failures.is_empty(), "steady state allocated: {failures:?}");
+}
+
+/// Allocations of the marked threads while `f` runs.
+fn counted(f: impl FnOnce()) -> rxsteer_alloc::Counts {
+    let before = rxsteer_alloc::marked();
+    f();
+    rxsteer_alloc::marked().since(before)
+}
+
+fn report(name: &str, requests: usize, c: rxsteer_alloc::Counts, failures: &mut Vec<String>) {
+    println!(
+        "  {name:<30} {:.4} allocs/request  {:.2} bytes/request  ({requests} requests after warm-up)",
+        c.allocs as f64 / requests as f64,
+        c.bytes as f64 / requests as f64
+    );
+    if c.allocs != 0 {
+        failures.push(format!(
+            "{name}: {} allocations, {} bytes",
+            c.allocs, c.bytes
+        ));
+    }
+}
+
+fn one_engine(io: ServerIo) -> Vec<String> {
     let server = start(ServeConfig {
         http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         threads: 1,
+        io,
         on_worker_start: Some(mark_worker),
         ..ServeConfig::default()
     })
@@ -159,17 +192,77 @@ fn steady_state_requests_allocate_nothing() {
             rxsteer_alloc::marked().since(before_open).allocs > 0,
             "{name}: no allocation seen during connection setup"
         );
-        let before = rxsteer_alloc::marked();
-        exchange(&mut s, req, len, MEASURED, &mut buf);
-        let rxsteer_alloc::Counts { allocs, bytes } = rxsteer_alloc::marked().since(before);
-        println!(
-            "{name:<28} {:.4} allocs/request  {:.2} bytes/request  ({MEASURED} requests after {WARMUP} warm-up)",
-            allocs as f64 / MEASURED as f64,
-            bytes as f64 / MEASURED as f64
-        );
-        if allocs != 0 {
-            failures.push(format!("{name}: {allocs} allocations, {bytes} bytes"));
-        }
+        let c = counted(|| exchange(&mut s, req, len, MEASURED, &mut buf));
+        report(name, MEASURED, c, &mut failures);
     }
-    assert!(failures.is_empty(), "steady state allocated: {failures:?}");
+    // Pipelined: 16 requests in each write, all answered in one response write.
+    for (name, is_zap, req) in cases.iter().take(3) {
+        let addr = if *is_zap { server.zap } else { server.http }.unwrap();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        let len = response_len(&mut s, req, *is_zap);
+        let burst = req.repeat(PIPELINED);
+        exchange(
+            &mut s,
+            &burst,
+            len * PIPELINED,
+            WARMUP / PIPELINED,
+            &mut buf,
+        );
+        let c = counted(|| {
+            exchange(
+                &mut s,
+                &burst,
+                len * PIPELINED,
+                MEASURED / PIPELINED,
+                &mut buf,
+            )
+        });
+        report(
+            &format!("{name} x{PIPELINED} pipelined"),
+            MEASURED,
+            c,
+            &mut failures,
+        );
+    }
+    // Concurrent: CONCURRENT connections, each on its own client thread, at once.
+    for (name, is_zap, req) in cases.iter().take(3) {
+        let addr = if *is_zap { server.zap } else { server.http }.unwrap();
+        let start_line = std::sync::Barrier::new(CONCURRENT + 1);
+        let end_line = std::sync::Barrier::new(CONCURRENT + 1);
+        let closed_line = std::sync::Barrier::new(CONCURRENT + 1);
+        let c = std::thread::scope(|scope| {
+            for _ in 0..CONCURRENT {
+                scope.spawn(|| {
+                    // Every connection opens, and closes, outside the measured window.
+                    let mut s = TcpStream::connect(addr).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    let len = response_len(&mut s, req, *is_zap);
+                    let mut buf = vec![0u8; len];
+                    exchange(&mut s, req, len, WARMUP, &mut buf);
+                    start_line.wait();
+                    exchange(&mut s, req, len, MEASURED / CONCURRENT, &mut buf);
+                    end_line.wait();
+                    // Closed only after the window is read: a close is connection teardown.
+                    closed_line.wait();
+                });
+            }
+            start_line.wait();
+            let c = counted(|| {
+                end_line.wait();
+            });
+            closed_line.wait();
+            c
+        });
+        report(
+            &format!("{name} x{CONCURRENT} concurrent"),
+            MEASURED,
+            c,
+            &mut failures,
+        );
+    }
+    failures
 }
+
+const PIPELINED: usize = 16;
+const CONCURRENT: usize = 8;

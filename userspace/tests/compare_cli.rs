@@ -199,6 +199,8 @@ fn one_mode_one_protocol_and_bad_flags_named() {
             "4",
             "--loader-io",
             "uring",
+            "--server-io",
+            "uring",
             "--no-tui",
             "--out",
         ])
@@ -229,6 +231,9 @@ fn one_mode_one_protocol_and_bad_flags_named() {
     assert!(load["requests"].as_u64().unwrap() > 0, "{load}");
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(report.contains("--loader-io uring"), "{report}");
+    // --server-io reached the server (serve refuses to start on an engine it cannot run).
+    assert_eq!(run["server_io"], "uring");
+    assert!(report.contains("--server-io uring"), "{report}");
     let _ = std::fs::remove_dir_all(&out_dir);
 
     // Refused before anything starts, one line naming what is wrong. A value the flag parser
@@ -236,6 +241,11 @@ fn one_mode_one_protocol_and_bad_flags_named() {
     // a flag that does not fit this machine or the other flags exits 1.
     let (parser, checked) = (Some(2), Some(1));
     for (args, needle, code) in [
+        (
+            vec!["--server-io", "poll"],
+            "invalid value 'poll' for '--server-io <SERVER_IO>'",
+            parser,
+        ),
         (
             vec!["--steer", "fast"],
             "invalid value 'fast' for '--steer",

@@ -10,12 +10,23 @@ use std::{
 mod served;
 use served::RXSTEER;
 
+/// The io_uring test switches io_uring off for the whole machine; the others wait for it.
+static KERNEL_SETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn serves_without_privileges_and_reports_on_sigterm() {
-    // Every capability dropped: serving needs none.
+    let _k = KERNEL_SETTING.lock().unwrap_or_else(|e| e.into_inner());
+    for io in ["epoll", "uring"] {
+        serves_on(io);
+    }
+}
+
+fn serves_on(io: &str) {
+    // Every capability dropped: serving needs none, on either engine.
     let mut child = Command::new("setpriv")
         .args(["--inh-caps=-all", "--bounding-set=-all", "--", RXSTEER])
         .args(served::SERVE_ARGS)
+        .args(["--io", io])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -24,6 +35,10 @@ fn serves_without_privileges_and_reports_on_sigterm() {
     err.read_line(&mut line).unwrap();
     assert!(
         line.starts_with("rxsteer serve: HTTP on 127.0.0.1:"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("worker thread(s) on {io}")),
         "{line}"
     );
     let http = line
@@ -49,6 +64,61 @@ fn serves_without_privileges_and_reports_on_sigterm() {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     assert!(rest.contains("served 1 HTTP and 0 ZAP requests"), "{rest}");
+}
+
+/// Puts `kernel.io_uring_disabled` back however the test ends.
+struct IoUringSetting(String);
+
+impl Drop for IoUringSetting {
+    fn drop(&mut self) {
+        std::fs::write(IO_URING_DISABLED, &self.0).unwrap();
+    }
+}
+
+const IO_URING_DISABLED: &str = "/proc/sys/kernel/io_uring_disabled";
+
+#[test]
+#[ignore = "needs root: switches io_uring off for the machine (kernel.io_uring_disabled)"]
+fn uring_where_the_kernel_refuses_it_is_one_line_and_a_failed_start() {
+    let _k = KERNEL_SETTING.lock().unwrap_or_else(|e| e.into_inner());
+    let was = std::fs::read_to_string(IO_URING_DISABLED)
+        .expect("kernel.io_uring_disabled (Linux 6.6 or later)");
+    let _restore = IoUringSetting(was.clone());
+    std::fs::write(IO_URING_DISABLED, "2").unwrap();
+    let (code, err) = serve(&[
+        "--http",
+        "127.0.0.1:0",
+        "--zap",
+        "127.0.0.1:0",
+        "--io",
+        "uring",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("io_uring is not available"), "{err}");
+    // The epoll engine needs no io_uring.
+    let mut child = Command::new(RXSTEER)
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--zap",
+            "127.0.0.1:0",
+            "--io",
+            "epoll",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("worker thread(s) on epoll"), "{line}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    drop(err);
+    drop(_restore);
+    assert_eq!(std::fs::read_to_string(IO_URING_DISABLED).unwrap(), was);
 }
 
 /// `rxsteer serve ARGS` run to its end: exit code and stderr.
@@ -79,6 +149,7 @@ fn bad_flags_are_one_line() {
             "invalid value 'soon' for '--idle-timeout",
         ),
         (vec!["--http", busy.as_str(), "--threads", "1"], "binding"),
+        (vec!["--io", "poll"], "invalid value 'poll' for '--io <IO>'"),
     ] {
         let (code, err) = serve(&args);
         assert_ne!(code, Some(0), "{args:?}");

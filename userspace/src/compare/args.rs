@@ -5,7 +5,7 @@ use std::{path::PathBuf, time::Duration};
 use super::load::{self, LoaderArg};
 use crate::top::parse_interval;
 use rxsteer_dataplane::{FragsChoice, XdpModeChoice};
-use rxsteer_records::{LoaderIo, Mode, Proto, Scenario};
+use rxsteer_records::{LoaderIo, Mode, Proto, Scenario, ServerIo};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
 /// frags-aware programs.
@@ -122,6 +122,10 @@ pub struct CompareArgs {
     /// limit; a response can be timed up to 100 us late.
     #[arg(long, value_enum, default_value = "tokio")]
     pub loader_io: LoaderIo,
+    /// The server's I/O engine (`rxsteer serve --io`): epoll (default) or uring, the cheaper
+    /// server per request (README), which leaves more of each CPU to receive work.
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub server_io: ServerIo,
     /// Connections of the load.
     #[arg(long, short = 'c', default_value = "32", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub connections: u32,

@@ -131,7 +131,7 @@ fn measure(
             for proto in args.protos() {
                 screen.begin(label(proto));
                 let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
-                let session = ModeSession::start(site, arm, proto, args.interval)?;
+                let session = ModeSession::start(site, arm, proto, args.interval, args.server_io)?;
                 let spec = LoadSpec {
                     proto,
                     scenario: args.scenario,
@@ -220,6 +220,7 @@ fn measure(
         warmup_s: Some(args.warmup.as_secs_f64()),
         connections: args.connections,
         loader_io: Some(args.loader_io),
+        server_io: Some(args.server_io),
         reps: args.reps,
         caveat,
         loaded_machine: loaded,

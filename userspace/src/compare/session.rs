@@ -16,7 +16,7 @@ use crate::{
     ports::{HTTP_PORT, ZAP_PORT},
 };
 use rxsteer_records::SampleLine;
-use rxsteer_records::{Mode, Proto};
+use rxsteer_records::{Mode, Proto, ServerIo};
 use rxsteer_tune::cpus::format_cpu_list;
 
 pub struct ModeSession {
@@ -28,7 +28,13 @@ pub struct ModeSession {
 impl ModeSession {
     /// cpumap steers only `proto`'s class: the service CPU sets must be disjoint, and only
     /// that protocol's load runs in this session.
-    pub fn start(site: &Site, arm: Arm, proto: Proto, interval: Duration) -> Result<Self> {
+    pub fn start(
+        site: &Site,
+        arm: Arm,
+        proto: Proto,
+        interval: Duration,
+        server_io: ServerIo,
+    ) -> Result<Self> {
         let mode = arm.mode;
         let me = std::env::current_exe()?;
         let targets = format_cpu_list(&site.steer_targets);
@@ -76,6 +82,7 @@ impl ModeSession {
             .arg("--zap")
             .arg(format!("{}:{ZAP_PORT}", site.bind_ip))
             .args(["--cpus", &format_cpu_list(&site.server_cpus)])
+            .args(["--io", server_io.as_str()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -1,0 +1,590 @@
+//! `serve --io uring`: one io_uring per worker thread, in place of tokio's epoll loop.
+//!
+//! - Each listener has one multishot accept; each connection one multishot receive, into a
+//!   ring of buffers the kernel picks from (a provided-buffer ring), so an idle connection
+//!   holds no receive buffer and a receive costs no submission.
+//! - A receive's requests are answered straight from the kernel's buffer when nothing is
+//!   buffered before them (the common case: whole requests); only a partial request's bytes are
+//!   copied, into the connection's read buffer. The buffer goes back to the ring at once.
+//! - Every response of a connection's batch goes out in one send (`SendMsg` with two iovecs
+//!   when a large body follows the heads uncopied), and every connection's sends of a
+//!   completion batch are submitted together: one kernel entry per batch submits them and reaps
+//!   the next completions (SINGLE_ISSUER + DEFER_TASKRUN).
+//! - While a send is in flight its bytes must stay put, so input arriving meanwhile waits in
+//!   the connection's stash and is answered when the send completes: responses stay in order.
+//! - Timeouts as in the epoll engine (idle; a request's deadline from its first byte), checked
+//!   on a tick; an expired or refused connection is shut down, which ends its receive, and its
+//!   descriptor closed when nothing of it is in flight.
+//!
+//! The answers come from [`crate::batch::answer`], the same function the epoll engine uses.
+use anyhow::{Context, Result};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::{
+    net::TcpListener,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    sync::{
+        atomic::{AtomicU16, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+use tokio::time::Instant;
+
+use crate::{
+    batch::{answer, Answered, BodyAt, End},
+    conn::{ConnConfig, ReadBuf},
+    framing::{Framing, Http, Zap},
+    Served, Transport,
+};
+
+/// Receive buffers in the ring (a power of two) and the size of each.
+const BUFS: u16 = 256;
+const BUF_SIZE: usize = 16 << 10;
+const BUF_GROUP: u16 = 0;
+const RING_ENTRIES: u32 = 1024;
+
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const OP_TICK: u64 = 4;
+
+/// An operation's user data: the operation, the connection (or listener) slot, and the slot's
+/// generation, so completions of a slot's earlier connection are told apart.
+fn user_data(op: u64, slot: usize, generation: u32) -> u64 {
+    ((generation as u64) << 32) | ((slot as u64) << 8) | op
+}
+
+fn parts(ud: u64) -> (u64, usize, u32) {
+    (
+        ud & 0xff,
+        ((ud >> 8) & 0xff_ffff) as usize,
+        (ud >> 32) as u32,
+    )
+}
+
+/// The kernel's ring of receive buffers: the entries (page-aligned, as the kernel requires)
+/// and the memory they point into.
+struct BufRing {
+    entries: *mut types::BufRingEntry,
+    layout: std::alloc::Layout,
+    memory: Vec<u8>,
+    tail: u16,
+}
+
+impl BufRing {
+    fn register(ring: &IoUring) -> Result<Self> {
+        let layout = std::alloc::Layout::from_size_align(
+            BUFS as usize * std::mem::size_of::<types::BufRingEntry>(),
+            4096,
+        )?;
+        // SAFETY: a non-zero size; freed in Drop with the same layout.
+        let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
+        anyhow::ensure!(!entries.is_null(), "allocating the buffer ring");
+        let mut r = Self {
+            entries,
+            layout,
+            memory: vec![0; BUFS as usize * BUF_SIZE],
+            tail: 0,
+        };
+        // SAFETY: the entries stay allocated, at this address, until Drop, which comes after
+        // the ring that uses them is gone (the worker drops the ring first).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(entries as u64, BUFS, BUF_GROUP, 0)
+        }
+        .context("registering a provided-buffer ring (needs Linux 5.19 or later)")?;
+        for bid in 0..BUFS {
+            r.give_back(bid);
+        }
+        r.publish();
+        Ok(r)
+    }
+
+    fn buffer(&self, bid: u16, len: usize) -> &[u8] {
+        let at = bid as usize * BUF_SIZE;
+        &self.memory[at..at + len]
+    }
+
+    /// Queues buffer `bid` for the kernel again; [`publish`](Self::publish) hands it over.
+    fn give_back(&mut self, bid: u16) {
+        let i = (self.tail & (BUFS - 1)) as usize;
+        // SAFETY: `i` is within the ring; the kernel reads entries only up to the published
+        // tail, and this one is past it.
+        let e = unsafe { &mut *self.entries.add(i) };
+        e.set_addr(self.memory[bid as usize * BUF_SIZE..].as_ptr() as u64);
+        e.set_len(BUF_SIZE as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    fn publish(&self) {
+        // SAFETY: the tail field shares the first entry's place, as the kernel defines it.
+        let tail = unsafe { types::BufRingEntry::tail(self.entries) } as *const AtomicU16;
+        // SAFETY: a u16 in memory the kernel reads; Release orders the entries' writes first.
+        unsafe { (*tail).store(self.tail, Ordering::Release) };
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `register` with this layout.
+        unsafe { std::alloc::dealloc(self.entries.cast(), self.layout) };
+    }
+}
+
+/// A send in flight: the bytes of `out` and of the body not yet sent, and what follows.
+struct Flight {
+    iov: [libc::iovec; 2],
+    msg: libc::msghdr,
+    /// Bytes of the read buffer the responses answered: consumed when the send completes.
+    consumed: usize,
+    close: bool,
+}
+
+struct Conn {
+    fd: OwnedFd,
+    transport: Transport,
+    generation: u32,
+    rd: ReadBuf,
+    /// Input that arrived while a send was in flight.
+    stash: Vec<u8>,
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    flight: Option<Flight>,
+    receiving: bool,
+    /// Shut down: closed once nothing of it is in flight.
+    closing: bool,
+    last_input: Instant,
+    partial_since: Option<Instant>,
+}
+
+impl Conn {
+    fn read_limit(&self, cfg: &ConnConfig) -> usize {
+        match self.transport {
+            Transport::Http => Http::read_limit(cfg),
+            Transport::Zap => Zap::read_limit(cfg),
+        }
+    }
+
+    fn shut_down(&mut self) {
+        if !self.closing {
+            self.closing = true;
+            // SAFETY: shutdown on a socket this connection owns; ends its receive.
+            unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+    }
+}
+
+struct Worker<'a> {
+    ring: IoUring,
+    bufs: BufRing,
+    conns: Vec<Option<Box<Conn>>>,
+    free: Vec<usize>,
+    generations: Vec<u32>,
+    listeners: &'a [(Transport, TcpListener)],
+    cfg: &'a ConnConfig,
+    served: &'a Served,
+    tick: types::Timespec,
+}
+
+/// Serves `listeners` on this thread until the process exits.
+pub fn worker(
+    listeners: Vec<(Transport, TcpListener)>,
+    cfg: Arc<ConnConfig>,
+    served: Arc<Served>,
+    ready: impl FnOnce(&Result<()>),
+) -> Result<()> {
+    let built = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_cqsize(RING_ENTRIES * 8)
+        .build(RING_ENTRIES)
+        .context("io_uring is not available (kernel.io_uring_disabled, a seccomp filter, or a kernel before 6.1)")
+        .and_then(|ring| Ok((BufRing::register(&ring)?, ring)));
+    let (bufs, ring) = match built {
+        Ok(b) => {
+            ready(&Ok(()));
+            b
+        }
+        Err(e) => {
+            // `start` fails with it; the thread just ends.
+            ready(&Err(e));
+            return Ok(());
+        }
+    };
+    let tick = (cfg.idle.min(cfg.request) / 8)
+        .clamp(Duration::from_millis(10), Duration::from_millis(250));
+    let mut w = Worker {
+        ring,
+        bufs,
+        conns: Vec::new(),
+        free: Vec::new(),
+        generations: Vec::new(),
+        listeners: &listeners,
+        cfg: &cfg,
+        served: &served,
+        tick: types::Timespec::from(tick),
+    };
+    w.run()
+}
+
+impl Worker<'_> {
+    fn push(&mut self, e: &squeue::Entry) {
+        // SAFETY: every entry points into memory that outlives its operation: the listeners
+        // and the buffer ring live as long as the worker, a connection's Box until its last
+        // operation completed (see `release`), the tick's timespec in the worker.
+        while unsafe { self.ring.submission().push(e) }.is_err() {
+            self.ring.submit().expect("io_uring_enter");
+        }
+    }
+
+    fn arm_accept(&mut self, i: usize) {
+        let fd = self.listeners[i].1.as_raw_fd();
+        let e = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(user_data(OP_ACCEPT, i, 0));
+        self.push(&e);
+    }
+
+    fn arm_tick(&mut self) {
+        let e = opcode::Timeout::new(&self.tick)
+            .build()
+            .user_data(user_data(OP_TICK, 0, 0));
+        self.push(&e);
+    }
+
+    fn arm_recv(&mut self, slot: usize) {
+        let c = self.conns[slot].as_mut().unwrap();
+        c.receiving = true;
+        let e = opcode::RecvMulti::new(types::Fd(c.fd.as_raw_fd()), BUF_GROUP)
+            .build()
+            .user_data(user_data(OP_RECV, slot, c.generation));
+        self.push(&e);
+    }
+
+    fn run(&mut self) -> Result<()> {
+        for i in 0..self.listeners.len() {
+            self.arm_accept(i);
+        }
+        self.arm_tick();
+        let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity((RING_ENTRIES * 8) as usize);
+        loop {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => return Err(e).context("io_uring_enter"),
+            }
+            done.clear();
+            done.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            for &(ud, res, flags) in &done {
+                let (op, slot, generation) = parts(ud);
+                match op {
+                    OP_ACCEPT => self.accepted(slot, res, flags),
+                    OP_TICK => self.on_tick(),
+                    _ if self.is_current(slot, generation) => match op {
+                        OP_RECV => self.received(slot, res, flags),
+                        _ => self.sent(slot, res),
+                    },
+                    // A provided buffer is given back even for a connection now gone.
+                    _ => {
+                        if let Some(bid) = cqueue::buffer_select(flags) {
+                            self.bufs.give_back(bid);
+                        }
+                    }
+                }
+            }
+            self.bufs.publish();
+        }
+    }
+
+    fn is_current(&self, slot: usize, generation: u32) -> bool {
+        self.conns
+            .get(slot)
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| c.generation == generation)
+    }
+
+    fn accepted(&mut self, listener: usize, res: i32, flags: u32) {
+        if !cqueue::more(flags) {
+            self.arm_accept(listener);
+        }
+        if res < 0 {
+            return;
+        }
+        // SAFETY: the accept just returned this descriptor, owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(res) };
+        let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.generations.push(0);
+            self.conns.len() - 1
+        });
+        self.generations[slot] = self.generations[slot].wrapping_add(1);
+        let transport = self.listeners[listener].0;
+        let limit = match transport {
+            Transport::Http => Http::read_limit(self.cfg),
+            Transport::Zap => Zap::read_limit(self.cfg),
+        };
+        self.conns[slot] = Some(Box::new(Conn {
+            fd,
+            transport,
+            generation: self.generations[slot],
+            rd: ReadBuf::new(limit),
+            stash: Vec::new(),
+            out: Vec::with_capacity(BUF_SIZE),
+            scratch: Vec::with_capacity(1024),
+            flight: None,
+            receiving: false,
+            closing: false,
+            last_input: Instant::now(),
+            partial_since: None,
+        }));
+        self.arm_recv(slot);
+    }
+
+    fn received(&mut self, slot: usize, res: i32, flags: u32) {
+        let more = cqueue::more(flags);
+        let bid = cqueue::buffer_select(flags);
+        let cfg = self.cfg;
+        let c = self.conns[slot].as_mut().unwrap();
+        if !more {
+            c.receiving = false;
+        }
+        if res <= 0 {
+            if let Some(bid) = bid {
+                self.bufs.give_back(bid);
+            }
+            // Out of buffers: receive again (they are back at this batch's end).
+            if res == -libc::ENOBUFS && !c.closing {
+                self.arm_recv(slot);
+            } else {
+                // The peer closed, reset, or our shutdown came through.
+                c.shut_down();
+                self.release(slot);
+            }
+            return;
+        }
+        let bid = bid.expect("a multishot receive completion names its buffer");
+        let data = self.bufs.buffer(bid, res as usize);
+        c.last_input = Instant::now();
+        let answered = if c.closing {
+            Ok(None)
+        } else if c.flight.is_some() {
+            // Answered after the send in flight, in order.
+            if c.rd.data().len() + c.stash.len() + data.len() <= c.read_limit(cfg) {
+                c.stash.extend_from_slice(data);
+                Ok(None)
+            } else {
+                Err(())
+            }
+        } else if c.rd.data().is_empty() {
+            answer_in_place(c, data, cfg).map(Some)
+        } else {
+            c.rd.append(data)
+                .map(|()| Some(answer_buffered(c, cfg)))
+                .map_err(drop)
+        };
+        self.bufs.give_back(bid);
+        match answered {
+            Ok(Some(a)) => self.respond(slot, a),
+            Ok(None) => {}
+            Err(()) => self.conns[slot].as_mut().unwrap().shut_down(),
+        }
+        if !more && !self.conns[slot].as_ref().unwrap().closing {
+            self.arm_recv(slot);
+        }
+    }
+
+    fn sent(&mut self, slot: usize, res: i32) {
+        let cfg = self.cfg;
+        let c = self.conns[slot].as_mut().unwrap();
+        let f = c
+            .flight
+            .as_mut()
+            .expect("a send completion for a send in flight");
+        if res <= 0 {
+            c.flight = None;
+            c.shut_down();
+            self.release(slot);
+            return;
+        }
+        let mut n = res as usize;
+        for v in &mut f.iov {
+            let k = n.min(v.iov_len);
+            // SAFETY: advancing within the iovec's own bytes.
+            v.iov_base = unsafe { v.iov_base.cast::<u8>().add(k) }.cast();
+            v.iov_len -= k;
+            n -= k;
+        }
+        if f.iov.iter().any(|v| v.iov_len > 0) {
+            self.submit_flight(slot);
+            return;
+        }
+        let f = c.flight.take().unwrap();
+        c.out.clear();
+        c.rd.consume(f.consumed);
+        if f.close {
+            c.shut_down();
+        } else {
+            let appended = c.rd.append(&c.stash);
+            c.stash.clear();
+            match appended {
+                Ok(()) => {
+                    let a = answer_buffered(c, cfg);
+                    self.respond(slot, a);
+                }
+                Err(_) => c.shut_down(),
+            }
+        }
+        self.release(slot);
+    }
+
+    /// After answering from the read buffer: count, send what was encoded (with a body to go
+    /// out uncopied), and restart the partial request's clock as the epoll engine does.
+    fn respond(&mut self, slot: usize, a: Answered) {
+        self.served_count(self.conns[slot].as_ref().unwrap().transport, a.n);
+        let c = self.conns[slot].as_mut().unwrap();
+        let body: &[u8] = match &a.end {
+            End::Body { at, .. } => at.bytes(c.rd.data(), &c.scratch),
+            _ => &[],
+        };
+        let close = matches!(a.end, End::Close | End::Body { close: true, .. });
+        if a.end == End::Partial {
+            let left = c.rd.data().len() > a.used;
+            c.partial_since = match (left, a.n) {
+                (false, _) => None,
+                (true, 0) => c.partial_since.or_else(|| Some(Instant::now())),
+                (true, _) => Some(Instant::now()),
+            };
+        }
+        if !c.out.is_empty() || !body.is_empty() {
+            c.flight = Some(flight(&c.out, body, a.used, close));
+            self.submit_flight(slot);
+        } else if close {
+            c.shut_down();
+        } else {
+            c.rd.consume(a.used);
+        }
+    }
+
+    fn submit_flight(&mut self, slot: usize) {
+        let c = self.conns[slot].as_mut().unwrap();
+        let fd = types::Fd(c.fd.as_raw_fd());
+        let f = c.flight.as_mut().unwrap();
+        f.msg.msg_iov = f.iov.as_mut_ptr();
+        let e = if f.iov[1].iov_len == 0 {
+            opcode::Send::new(fd, f.iov[0].iov_base.cast(), f.iov[0].iov_len as u32).build()
+        } else {
+            opcode::SendMsg::new(fd, &f.msg).build()
+        };
+        let e = e.user_data(user_data(OP_SEND, slot, c.generation));
+        self.push(&e);
+    }
+
+    fn served_count(&self, t: Transport, n: u64) {
+        if n > 0 {
+            let counter = match t {
+                Transport::Http => &self.served.http,
+                Transport::Zap => &self.served.zap,
+            };
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Closes a shut-down connection once neither its receive nor a send is in flight.
+    fn release(&mut self, slot: usize) {
+        let c = self.conns[slot].as_ref().unwrap();
+        if c.closing && !c.receiving && c.flight.is_none() {
+            self.conns[slot] = None;
+            self.free.push(slot);
+        }
+    }
+
+    fn on_tick(&mut self) {
+        let now = Instant::now();
+        let cfg = self.cfg;
+        for c in self.conns.iter_mut().flatten() {
+            let idle = now.duration_since(c.last_input) >= cfg.idle;
+            let slow = c
+                .partial_since
+                .is_some_and(|t| now.duration_since(t) >= cfg.request);
+            if idle || slow {
+                c.shut_down();
+            }
+        }
+        self.arm_tick();
+    }
+}
+
+fn answer_any(t: Transport, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
+    match t {
+        Transport::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
+        Transport::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
+    }
+}
+
+/// Answers what the read buffer holds.
+fn answer_buffered(c: &mut Conn, cfg: &ConnConfig) -> Answered {
+    match c.transport {
+        Transport::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+        Transport::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+    }
+}
+
+/// Answers a receive straight from the kernel's buffer, nothing being buffered before it.
+/// What must outlive the buffer (a partial request; a body to go out uncopied and everything
+/// after it) is copied into the read buffer, and the answer is returned in its terms.
+fn answer_in_place(c: &mut Conn, data: &[u8], cfg: &ConnConfig) -> Result<Answered, ()> {
+    let a = answer_any(c.transport, data, cfg, c);
+    let keep_from = match &a.end {
+        End::Close => data.len(),
+        End::Body {
+            at: BodyAt::Input(r),
+            ..
+        } => r.start,
+        _ => a.used,
+    };
+    c.rd.append(&data[keep_from..]).map_err(drop)?;
+    let end = match a.end {
+        End::Body {
+            at: BodyAt::Input(r),
+            close,
+        } => End::Body {
+            at: BodyAt::Input(0..r.len()),
+            close,
+        },
+        e => e,
+    };
+    Ok(Answered {
+        used: a.used.saturating_sub(keep_from),
+        n: a.n,
+        end,
+    })
+}
+
+fn flight(out: &[u8], body: &[u8], consumed: usize, close: bool) -> Flight {
+    let iov = [
+        libc::iovec {
+            iov_base: out.as_ptr() as *mut _,
+            iov_len: out.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_ptr() as *mut _,
+            iov_len: body.len(),
+        },
+    ];
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iovlen = 2;
+    Flight {
+        iov,
+        msg,
+        consumed,
+        close,
+    }
+}
