@@ -1,89 +1,80 @@
-//! `GET /health` over HTTP: rxsteer serve vs nginx (Debian), both driven by wrk (Debian) in
-//! the same run. Same worker count (1), same CPU for the server, wrk pinned to another CPU,
-//! same connections; the order alternates per repetition and the ratio is taken per
-//! repetition. nginx runs from a config written here that returns 200 "ok" on /health.
-//! On a 2-CPU machine wrk (one CPU) can be the limit for both, so the bench also reports each
-//! server's requests per CPU-second of its own worker (user + sys from /proc over the window):
-//! the server's cost, whatever the load generator manages.
-//! Needs nginx and wrk on PATH (`cargo xtask bench nginx` installs them).
+//! `GET /health` over HTTP: rxsteer serve on each engine (epoll, io_uring) vs nginx (Debian)
+//! and two floors, all driven by wrk (Debian) in the same run. One worker each, on the same
+//! CPU; wrk pinned to the other CPU; same connections; the method of common/method.rs
+//! (7 repetitions, arms rotated, per-repetition ratios, noisy runs marked).
+//!
+//! The figure judged is requests per CPU-second of the server's own worker (thread or process),
+//! read from /proc over exactly wrk's run: on a 2-CPU machine wrk (one CPU) can be the limit
+//! for every arm, so req/s alone says little about a server's cost.
+//!
+//! The floors (common/floor.rs) only read and send a fixed response. floor-epoll is the bound
+//! for any server making the same system calls as ours on epoll; floor-uring shows what
+//! batching many connections' operations per kernel entry buys. After the timed repetitions,
+//! one more run per arm counts the server's context switches and system calls per request
+//! with `perf stat` (apart, since counting every system call slows the task counted).
+//!
+//! Needs nginx, wrk and perf on PATH (`cargo xtask bench nginx` installs them).
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
-use ratios::summary;
-use rxsteer_server::{start, ServeConfig};
+use rxsteer_server::{start, ServeConfig, ServerIo};
 use serde_json::json;
 #[path = "common/floor.rs"]
 mod floor;
+#[path = "common/method.rs"]
+mod method;
 #[path = "common/nginx.rs"]
 mod nginx;
-#[path = "common/ratios.rs"]
-mod ratios;
 #[path = "common/wrk.rs"]
 mod wrk;
 
+use method::{cpu_seconds, new_thread, nginx_worker, noisy, ratio, summary, task_id, REPS};
 use nginx::{free_port, nginx};
 use std::{net::SocketAddr, time::Duration};
 
 const CONNS: &str = "64";
 const DURATION: &str = "4s";
-const REPS: usize = 5;
 
-/// utime + stime of a task, in seconds.
-fn cpu_seconds(stat_path: &str) -> f64 {
-    let s = std::fs::read_to_string(stat_path).unwrap();
-    let after = &s[s.rfind(')').unwrap() + 1..];
-    assert!(after.split_whitespace().count() > 12, "{stat_path}: {s:?}");
-    let f: Vec<u64> = after
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // Fields 14 and 15 of /proc/PID/stat, counted from the state field (3) after ')'.
-    (f[11] + f[12]) as f64 / 100.0 // USER_HZ
+struct Arm {
+    name: &'static str,
+    url: String,
+    /// /proc stat of the thread or process that serves it.
+    stat: String,
+    perf: method::PerfTarget,
 }
 
-/// /proc/.../stat of our server's worker thread.
-fn our_worker() -> String {
-    own_thread("rxsteer-serve-0")
+fn ours(io: ServerIo, cpu: u32) -> SocketAddr {
+    start(ServeConfig {
+        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        zap: None,
+        threads: 1,
+        cpus: Some(vec![cpu]),
+        io,
+        ..ServeConfig::default()
+    })
+    .unwrap()
+    .http
+    .unwrap()
 }
 
-/// /proc/PID/stat of nginx's worker process (the master's child).
-fn nginx_worker(master: u32) -> String {
-    for _ in 0..100 {
-        let kids = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
-            .unwrap_or_default();
-        if let Some(pid) = kids.split_whitespace().next() {
-            return format!("/proc/{pid}/stat");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+fn thread_arm(name: &'static str, addr: SocketAddr, stat: String) -> Arm {
+    Arm {
+        name,
+        url: format!("http://{addr}/health"),
+        perf: method::PerfTarget::Thread(task_id(&stat)),
+        stat,
     }
-    panic!("nginx started no worker");
-}
-
-/// Thread `name`'s /proc stat in this process.
-fn own_thread(name: &str) -> String {
-    for _ in 0..100 {
-        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.trim() == name {
-                return t.path().join("stat").display().to_string();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no {name} thread");
 }
 
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (wrk_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
-    let ours = start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: None,
-        threads: 1,
-        cpus: Some(vec![server_cpu]),
-        ..ServeConfig::default()
-    })
-    .unwrap();
+    // Both of our servers name their worker rxsteer-serve-0: told apart by which came first.
+    let epoll = ours(ServerIo::Epoll, server_cpu);
+    let epoll_thread = new_thread("rxsteer-serve-0", &[]);
+    let uring = ours(ServerIo::Uring, server_cpu);
+    let uring_thread = new_thread("rxsteer-serve-0", std::slice::from_ref(&epoll_thread));
     let port = free_port();
     let nginx_proc = nginx(port, server_cpu);
+    let nginx_stat = nginx_worker(nginx_proc.id());
     // The floors send exactly our server's /health response.
     let mut ok = Vec::new();
     rxsteer_wire::http1::write_response(
@@ -94,90 +85,125 @@ fn main() {
         false,
     );
     let ok: &'static [u8] = ok.leak();
-    let (epoll, uring) = (floor::epoll(server_cpu, ok), floor::uring(server_cpu, ok));
-    // Arms: (name, URL, /proc stat of the thread or process that serves it).
+    let (f_epoll, f_uring) = (floor::epoll(server_cpu, ok), floor::uring(server_cpu, ok));
     let arms = [
-        (
-            "rxsteer",
-            format!("http://{}/health", ours.http.unwrap()),
-            our_worker(),
-        ),
-        (
-            "nginx",
-            format!("http://127.0.0.1:{port}/health"),
-            nginx_worker(nginx_proc.id()),
-        ),
-        (
-            "floor-epoll",
-            format!("http://{epoll}/health"),
-            own_thread("floor-epoll"),
-        ),
-        (
-            "floor-uring",
-            format!("http://{uring}/health"),
-            own_thread("floor-uring"),
-        ),
+        thread_arm("rxsteer-epoll", epoll, epoll_thread),
+        thread_arm("rxsteer-uring", uring, uring_thread),
+        Arm {
+            name: "nginx",
+            url: format!("http://127.0.0.1:{port}/health"),
+            perf: method::PerfTarget::Process(task_id(&nginx_stat)),
+            stat: nginx_stat,
+        },
+        thread_arm("floor-epoll", f_epoll, new_thread("floor-epoll", &[])),
+        thread_arm("floor-uring", f_uring, new_thread("floor-uring", &[])),
     ];
-    let names: Vec<&str> = arms.iter().map(|a| a.0).collect();
+    let (nginx_i, floor_i) = (2, 3);
+    let names: Vec<&str> = arms.iter().map(|a| a.name).collect();
     println!("GET /health, wrk -t1 -c{CONNS} -d{DURATION} on CPU {wrk_cpu}; servers: 1 worker on CPU {server_cpu}; {REPS} repetitions, arm order rotated");
-    println!("arms: {names:?}; the floors only read and send a fixed response (a lower bound on any server's cost, not a server)");
-    let secs: f64 = DURATION.trim_end_matches('s').parse().unwrap();
-    // Ratios of arm i to nginx (index 1), per repetition: req/s and per server CPU-second.
-    let mut ratios = vec![Vec::new(); arms.len()];
-    let mut eff_ratios = vec![Vec::new(); arms.len()];
+    println!("arms: {names:?}; the floors only read and send a fixed response (a lower bound on a server's cost, not a server)");
+    // Per arm, per repetition: req/s and requests per server CPU-second.
+    let (mut rps, mut eff) = (
+        vec![vec![0f64; REPS]; arms.len()],
+        vec![vec![0f64; REPS]; arms.len()],
+    );
     let mut raw = Vec::new();
     for rep in 0..REPS {
-        let (mut rps, mut per_cpu_s) = (vec![0f64; arms.len()], vec![0f64; arms.len()]);
         for k in 0..arms.len() {
             let i = (k + rep) % arms.len();
-            let (name, url, stat) = &arms[i];
-            let cpu0 = cpu_seconds(stat);
-            let wrk::WrkRun {
-                req_per_s: r, text, ..
-            } = wrk::run(url, wrk_cpu, CONNS, DURATION);
-            let cpu = cpu_seconds(stat) - cpu0;
-            rps[i] = r;
-            per_cpu_s[i] = r * secs / cpu.max(0.01);
+            let a = &arms[i];
+            let cpu0 = cpu_seconds(&a.stat);
+            let w = wrk::run(&a.url, wrk_cpu, CONNS, DURATION);
+            let cpu = cpu_seconds(&a.stat) - cpu0;
+            rps[i][rep] = w.req_per_s;
+            eff[i][rep] = w.requests / cpu.max(0.01);
             raw.push(
-                json!({"rep": rep, "server": name, "req_per_s": r, "server_cpu_s": cpu,
-                "req_per_server_cpu_s": per_cpu_s[i], "wrk": text}),
+                json!({"rep": rep, "order": k, "server": a.name, "req_per_s": w.req_per_s,
+                "requests": w.requests, "server_cpu_s": cpu,
+                "req_per_server_cpu_s": eff[i][rep], "wrk": w.text}),
             );
         }
         let cells: Vec<String> = (0..arms.len())
             .map(|i| {
                 format!(
                     "{} {:.0} req/s, {:.0}/server CPU-s",
-                    names[i], rps[i], per_cpu_s[i]
+                    names[i], rps[i][rep], eff[i][rep]
                 )
             })
             .collect();
         println!("rep {rep}: {}", cells.join("; "));
-        for i in 0..arms.len() {
-            ratios[i].push(rps[i] / rps[1]);
-            eff_ratios[i].push(per_cpu_s[i] / per_cpu_s[1]);
+    }
+    let mut noise = Vec::new();
+    let mut per_arm = serde_json::Map::new();
+    for (i, a) in arms.iter().enumerate() {
+        noise.extend(noisy(a.name, "req per server CPU-s", &eff[i]));
+        per_arm.insert(
+            a.name.into(),
+            json!({"req_per_s": summary(&rps[i]), "req_per_server_cpu_s": summary(&eff[i])}),
+        );
+    }
+    let mut vs = serde_json::Map::new();
+    for (i, a) in arms.iter().enumerate() {
+        if i == nginx_i {
+            continue;
+        }
+        let (r, e) = (ratio(&rps[i], &rps[nginx_i]), ratio(&eff[i], &eff[nginx_i]));
+        println!("{} / nginx, req/s: {r}", a.name);
+        println!("{} / nginx, requests per server CPU-second: {e}", a.name);
+        vs.insert(
+            a.name.into(),
+            json!({"ratio_req_per_s": r, "ratio_req_per_server_cpu_s": e}),
+        );
+    }
+    let mut vs_floor = serde_json::Map::new();
+    for i in [0, 1] {
+        let e = ratio(&eff[i], &eff[floor_i]);
+        println!(
+            "{} / floor-epoll, requests per server CPU-second: {e}",
+            names[i]
+        );
+        vs_floor.insert(names[i].into(), json!(e));
+    }
+    let e = ratio(&eff[1], &eff[0]);
+    println!("rxsteer-uring / rxsteer-epoll, requests per server CPU-second: {e}");
+    // Where the server's time goes, per request: one counted run per arm.
+    let mut counters = serde_json::Map::new();
+    let window = Duration::from_secs(3);
+    for a in &arms {
+        let counted = std::thread::scope(|s| {
+            let perf = s.spawn(|| method::perf_counts(a.perf, window));
+            let w = wrk::run(&a.url, wrk_cpu, CONNS, "3s");
+            perf.join().unwrap().map(|c| (c, w.requests))
+        });
+        match counted {
+            Some(((cs, sys), n)) => {
+                println!(
+                    "{}: {:.3} context switches and {:.3} system calls per request (perf stat, {n:.0} requests)",
+                    a.name,
+                    cs / n,
+                    sys / n
+                );
+                counters.insert(
+                    a.name.into(),
+                    json!({"context_switches_per_req": cs / n, "syscalls_per_req": sys / n, "requests": n}),
+                );
+            }
+            None => println!("{}: perf stat gave no counts", a.name),
         }
     }
-    let mut doc_ratios = serde_json::Map::new();
-    for i in [0, 2, 3] {
-        let (med, lo, hi) = summary(&mut ratios[i]);
-        let (emed, elo, ehi) = summary(&mut eff_ratios[i]);
+    for n in &noise {
+        println!("{n}");
+    }
+    if noise.is_empty() {
         println!(
-            "{} / nginx, req/s: median {med:.2}, range {lo:.2}-{hi:.2}",
-            names[i]
-        );
-        println!(
-            "{} / nginx, requests per server CPU-second: median {emed:.2}, range {elo:.2}-{ehi:.2}",
-            names[i]
-        );
-        doc_ratios.insert(
-            names[i].into(),
-            json!({"ratio_req_per_s": {"median": med, "min": lo, "max": hi},
-                "ratio_req_per_server_cpu_s": {"median": emed, "min": elo, "max": ehi}}),
+            "every arm within {}x over the repetitions",
+            method::NOISY_SPREAD
         );
     }
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         let doc = json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
-            "vs_nginx": doc_ratios, "raw": raw});
+            "reps": REPS, "noisy": noise, "arms": per_arm, "vs_nginx": vs,
+            "vs_floor_epoll": vs_floor, "uring_over_epoll": e, "counters": counters, "raw": raw});
         std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     }
 }

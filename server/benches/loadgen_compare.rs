@@ -1,38 +1,49 @@
 //! Two comparisons in one run, server worker pinned to one CPU and the load generator to the
-//! other, arms alternating per repetition, ratios per repetition:
-//! 1. ZAP vs HTTP on this server, same handler, same load generator (rxload), same
-//!    connections, for /health and /rpc; for /health also a ZAP floor (a fixed frame sent
-//!    for every read, common/floor.rs): the bound on ZAP / HTTP that no ZAP server exceeds.
+//! other, with the method of common/method.rs (7 repetitions, arms rotated, per-repetition
+//! ratios, noisy runs marked; no warm-up for any arm: every figure covers a load generator's
+//! whole run):
+//! 1. ZAP vs HTTP on this server (epoll engine), same handler, same load generator (rxload),
+//!    same connections, for /health and /rpc (native record vs JSON), judged in requests per
+//!    CPU-second of the server's worker thread (/proc over the load's run); for /health also
+//!    a ZAP floor (a fixed frame sent for every read, common/floor.rs): the bound on ZAP / HTTP
+//!    no ZAP server exceeds.
 //! 2. rxload (each I/O engine: tokio, io_uring) vs wrk on HTTP /health, against this server
-//!    and against nginx (Debian, one worker pinned like ours): req/s, and requests per
-//!    CPU-second of the load generator.
+//!    and against nginx (Debian, one worker pinned like ours), judged in requests per
+//!    CPU-second of the load generator's process (RUSAGE_CHILDREN around its run, the same for
+//!    rxload and wrk).
 //!
-//! (Both run in the same process and repetitions.)
 //! Needs RXLOAD (path to a release rxload) and wrk: run it with `cargo xtask bench loadgen`.
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
 #[path = "common/floor.rs"]
 mod floor;
+#[path = "common/method.rs"]
+mod method;
 #[path = "common/nginx.rs"]
 mod nginx;
-#[path = "common/ratios.rs"]
-mod ratios;
 #[path = "common/wrk.rs"]
 mod wrk;
 
-use ratios::summary;
+use method::{children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, REPS};
 use rxsteer_server::{start, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
 
 const CONNS: &str = "64";
 const DURATION: &str = "4s";
-const REPS: usize = 5;
 
-/// rxload's (req/s, requests per its own CPU-second).
-fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> (f64, f64) {
+/// One load's figures: req/s, requests completed, the load generator's CPU seconds.
+struct Load {
+    req_per_s: f64,
+    requests: f64,
+    loader_cpu_s: f64,
+}
+
+/// rxload's run, its CPU read from outside (RUSAGE_CHILDREN around it), no warm-up.
+fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> Load {
     let rxload = std::env::var("RXLOAD")
         .expect("RXLOAD=path to a release rxload (cargo xtask bench loadgen sets it)");
     let json = std::env::temp_dir().join(format!("rxload-bench-{}.json", std::process::id()));
+    let c0 = children_cpu_s();
     let out = Command::new("taskset")
         .args([
             "-c",
@@ -48,7 +59,7 @@ fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> (f64, f64) {
             "-d",
             DURATION,
             "--warmup",
-            "500ms",
+            "0s",
             "--io",
             io,
             "--json",
@@ -56,23 +67,21 @@ fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> (f64, f64) {
         .arg(&json)
         .output()
         .unwrap();
+    let loader_cpu_s = children_cpu_s() - c0;
     assert!(
         out.status.success(),
         "rxload failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let errors: u64 = v["errors"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|n| n.as_u64().unwrap())
-        .sum();
-    assert_eq!(errors, 0, "rxload saw errors: {v}");
-    (
-        v["req_per_s"].as_f64().unwrap(),
-        v["client"]["requests_per_cpu_s"].as_f64().unwrap(),
-    )
+    let r: rxsteer_records::LoadResult =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let errors: u64 = r.errors.values().sum();
+    assert_eq!(errors, 0, "rxload saw errors: {:?}", r.errors);
+    Load {
+        req_per_s: r.req_per_s,
+        requests: r.requests as f64,
+        loader_cpu_s,
+    }
 }
 
 fn main() {
@@ -86,11 +95,12 @@ fn main() {
         ..ServeConfig::default()
     })
     .unwrap();
+    let server_thread = new_thread("rxsteer-serve-0", &[]);
     let (http, zap) = (
         format!("http://{}", s.http.unwrap()),
         format!("zap://{}", s.zap.unwrap()),
     );
-    println!("server: 1 worker on CPU {server_cpu}; load generators on CPU {load_cpu}, -c{CONNS}, one thread, {DURATION}; {REPS} repetitions, arms alternating");
+    println!("server: 1 worker (epoll) on CPU {server_cpu}; load generators on CPU {load_cpu}, -c{CONNS}, one thread, {DURATION}, no warm-up; {REPS} repetitions, arms rotated");
     // The ZAP floor: our server's exact ZAP /health frame, sent for every read and nothing
     // else (common/floor.rs). Every ZAP server costs at least that, so with the same client
     // floor-ZAP / HTTP bounds what ZAP / HTTP any ZAP server could reach against this one.
@@ -98,50 +108,63 @@ fn main() {
     let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer_server::handlers::CT_TEXT)];
     rxsteer_wire::zaphttp::encode_response(&mut ok, 200, b"", &ct, b"ok", &[]);
     let floor_zap = format!("zap://{}", floor::epoll(server_cpu, ok.leak()));
+    let floor_thread = new_thread("floor-epoll", &[]);
     let mut doc = serde_json::Map::new();
+    let mut noise = Vec::new();
     for scenario in ["health", "rpc"] {
-        let arms: &[&str] = if scenario == "health" {
-            &[&http, &zap, &floor_zap]
-        } else {
-            &[&http, &zap]
-        };
-        let (mut ratios, mut bounds) = (Vec::new(), Vec::new());
+        let mut arms = vec![
+            ("HTTP", &http, &server_thread),
+            ("ZAP", &zap, &server_thread),
+        ];
+        if scenario == "health" {
+            arms.push(("floor-ZAP", &floor_zap, &floor_thread));
+        }
+        // Per arm, per repetition: req/s and requests per server CPU-second.
+        let (mut rps, mut eff) = (
+            vec![vec![0f64; REPS]; arms.len()],
+            vec![vec![0f64; REPS]; arms.len()],
+        );
         let mut raw = Vec::new();
         for rep in 0..REPS {
-            let mut r = [0f64; 3];
             for k in 0..arms.len() {
                 let i = (k + rep) % arms.len();
-                r[i] = rxload(arms[i], scenario, load_cpu, "tokio").0;
+                let (name, url, stat) = arms[i];
+                let c0 = cpu_seconds(stat);
+                let l = rxload(url, scenario, load_cpu, "tokio");
+                let cpu = cpu_seconds(stat) - c0;
+                rps[i][rep] = l.req_per_s;
+                eff[i][rep] = l.requests / cpu.max(0.01);
+                raw.push(json!({"rep": rep, "order": k, "arm": name, "req_per_s": l.req_per_s,
+                    "requests": l.requests, "server_cpu_s": cpu, "req_per_server_cpu_s": eff[i][rep]}));
             }
-            let floor_cell = if arms.len() == 3 {
-                bounds.push(r[2] / r[0]);
-                format!(
-                    ", floor-ZAP {:.0} req/s, floor-ZAP/HTTP {:.2}",
-                    r[2],
-                    r[2] / r[0]
-                )
-            } else {
-                String::new()
-            };
-            println!(
-                "{scenario} rep {rep}: HTTP {:.0} req/s, ZAP {:.0} req/s, ZAP/HTTP {:.2}{floor_cell}",
-                r[0],
-                r[1],
-                r[1] / r[0]
-            );
-            raw.push(
-                json!({"rep": rep, "http_req_per_s": r[0], "zap_req_per_s": r[1],
-                "floor_zap_req_per_s": (arms.len() == 3).then_some(r[2])}),
-            );
-            ratios.push(r[1] / r[0]);
+            let cells: Vec<String> = (0..arms.len())
+                .map(|i| {
+                    format!(
+                        "{} {:.0} req/s, {:.0}/server CPU-s",
+                        arms[i].0, rps[i][rep], eff[i][rep]
+                    )
+                })
+                .collect();
+            println!("{scenario} rep {rep}: {}", cells.join("; "));
         }
-        let (m, lo, hi) = summary(&mut ratios);
-        println!("{scenario}: ZAP / HTTP per repetition: median {m:.2}, range {lo:.2}-{hi:.2}");
-        let mut fig = json!({"median": m, "min": lo, "max": hi, "raw": raw});
-        if !bounds.is_empty() {
-            let (bm, blo, bhi) = summary(&mut bounds);
-            println!("{scenario}: floor-ZAP / HTTP (the most any ZAP server reaches over this HTTP server with this client): median {bm:.2}, range {blo:.2}-{bhi:.2}");
-            fig["floor_zap_over_http"] = json!({"median": bm, "min": blo, "max": bhi});
+        for (i, a) in arms.iter().enumerate() {
+            noise.extend(noisy(
+                &format!("{scenario} {}", a.0),
+                "req per server CPU-s",
+                &eff[i],
+            ));
+        }
+        let (r, e) = (ratio(&rps[1], &rps[0]), ratio(&eff[1], &eff[0]));
+        println!("{scenario}: ZAP / HTTP, req/s: {r}");
+        println!("{scenario}: ZAP / HTTP, requests per server CPU-second: {e}");
+        let mut fig = json!({"req_per_s": r, "req_per_server_cpu_s": e,
+            "http": {"req_per_s": summary(&rps[0]), "req_per_server_cpu_s": summary(&eff[0])},
+            "zap": {"req_per_s": summary(&rps[1]), "req_per_server_cpu_s": summary(&eff[1])},
+            "raw": raw});
+        if arms.len() == 3 {
+            let b = ratio(&eff[2], &eff[0]);
+            println!("{scenario}: floor-ZAP / HTTP, requests per server CPU-second (the most any ZAP server reaches over this HTTP server): {b}");
+            fig["floor_zap_over_http_per_server_cpu_s"] = json!(b);
         }
         doc.insert(format!("zap_over_http_{scenario}"), fig);
     }
@@ -153,48 +176,58 @@ fn main() {
     ] {
         // Arms: rxload on tokio, rxload on io_uring, wrk; the order rotates each repetition.
         let arms = ["rxload", "rxload --io uring", "wrk"];
-        let mut ratios: [[Vec<f64>; 2]; 2] = Default::default();
+        let url = format!("{base}/health");
+        let (mut rps, mut eff) = (vec![vec![0f64; REPS]; 3], vec![vec![0f64; REPS]; 3]);
         let mut raw = Vec::new();
         for rep in 0..REPS {
-            let mut r = [(0f64, 0f64); 3];
             for k in 0..3 {
                 let i = (k + rep) % 3;
-                let url = format!("{base}/health");
-                r[i] = match i {
+                let l = match i {
                     0 => rxload(&url, "health", load_cpu, "tokio"),
                     1 => rxload(&url, "health", load_cpu, "uring"),
                     _ => {
+                        let c0 = children_cpu_s();
                         let w = wrk::run(&url, load_cpu, CONNS, DURATION);
-                        (w.req_per_s, w.req_per_cpu_s)
+                        Load {
+                            req_per_s: w.req_per_s,
+                            requests: w.requests,
+                            loader_cpu_s: children_cpu_s() - c0,
+                        }
                     }
                 };
+                rps[i][rep] = l.req_per_s;
+                eff[i][rep] = l.requests / l.loader_cpu_s.max(0.01);
+                raw.push(json!({"rep": rep, "order": k, "loader": arms[i], "req_per_s": l.req_per_s,
+                    "requests": l.requests, "loader_cpu_s": l.loader_cpu_s, "req_per_loader_cpu_s": eff[i][rep]}));
             }
-            println!(
-                "{server} rep {rep}: rxload {:.0} req/s ({:.0} per CPU-s), rxload --io uring {:.0} req/s ({:.0} per CPU-s), wrk {:.0} req/s ({:.0} per CPU-s)",
-                r[0].0, r[0].1, r[1].0, r[1].1, r[2].0, r[2].1
-            );
-            raw.push(
-                json!({"rep": rep, "rxload": {"req_per_s": r[0].0, "req_per_cpu_s": r[0].1},
-                "rxload_uring": {"req_per_s": r[1].0, "req_per_cpu_s": r[1].1},
-                "wrk": {"req_per_s": r[2].0, "req_per_cpu_s": r[2].1}}),
-            );
-            for e in 0..2 {
-                ratios[e][0].push(r[e].0 / r[2].0);
-                ratios[e][1].push(r[e].1 / r[2].1);
-            }
+            let cells: Vec<String> = (0..3)
+                .map(|i| {
+                    format!(
+                        "{} {:.0} req/s ({:.0} per loader CPU-s)",
+                        arms[i], rps[i][rep], eff[i][rep]
+                    )
+                })
+                .collect();
+            println!("{server} rep {rep}: {}", cells.join(", "));
         }
         let mut figures = serde_json::Map::new();
-        for (e, [rps, cpu]) in ratios.iter_mut().enumerate() {
-            let (m, lo, hi) = summary(rps);
-            let (cm, clo, chi) = summary(cpu);
+        for i in 0..3 {
+            noise.extend(noisy(
+                &format!("{} against {server}", arms[i]),
+                "req per loader CPU-s",
+                &eff[i],
+            ));
+        }
+        for e in 0..2 {
+            let (r, c) = (ratio(&rps[e], &rps[2]), ratio(&eff[e], &eff[2]));
+            println!("{server}: {} / wrk, req/s: {r}", arms[e]);
             println!(
-                "{server}: {} / wrk, req/s: median {m:.2}, range {lo:.2}-{hi:.2}",
+                "{server}: {} / wrk, requests per load-generator CPU-second: {c}",
                 arms[e]
             );
-            println!("{server}: {} / wrk, requests per load-generator CPU-second: median {cm:.2}, range {clo:.2}-{chi:.2}", arms[e]);
             figures.insert(
                 if e == 0 { "tokio" } else { "uring" }.into(),
-                json!({"req_per_s": {"median": m, "min": lo, "max": hi}, "req_per_cpu_s": {"median": cm, "min": clo, "max": chi}}),
+                json!({"req_per_s": r, "req_per_cpu_s": c}),
             );
         }
         figures.insert("raw".into(), json!(raw));
@@ -203,6 +236,17 @@ fn main() {
             serde_json::Value::Object(figures),
         );
     }
+    for n in &noise {
+        println!("{n}");
+    }
+    if noise.is_empty() {
+        println!(
+            "every arm within {}x over the repetitions",
+            method::NOISY_SPREAD
+        );
+    }
+    doc.insert("reps".into(), json!(REPS));
+    doc.insert("noisy".into(), json!(noise));
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         std::fs::write(
             path,

@@ -116,13 +116,16 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
         .stderr(Stdio::inherit())
         .output()
         .context("running cargo bench")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    print!("{text}");
-    if !out.status.success() {
-        // A failed run leaves no folder behind: results/ holds only complete runs.
-        let _ = std::fs::remove_dir_all(&dir);
-        anyhow::bail!("bench {} failed ({})", b.bench, out.status);
-    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    // A failed run is kept and marked, like a noisy one (which the bench marks itself): what
+    // the README quotes must not be the survivor of runs that were thrown away.
+    let failed =
+        (!out.status.success()).then(|| format!("FAILED: {} exited with {}", b.bench, out.status));
+    let text = match &failed {
+        Some(f) => format!("# {f}\n{stdout}"),
+        None => stdout.into_owned(),
+    };
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -141,6 +144,9 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
         ),
     )?;
     eprintln!("xtask bench: stored in {}", dir.display());
+    if let Some(f) = failed {
+        anyhow::bail!("{f} (its output is kept, marked, in {})", dir.display());
+    }
     Ok(())
 }
 /// Good traffic under a hostile barrage, longer than the test's 3 s.

@@ -192,7 +192,10 @@ fn real_main() -> Result<()> {
                 bench::run(&paths, &bench::SOAK)?;
             }
             if matches!(which, Which::Nginx | Which::All) {
-                ensure::packages_for("bench nginx", &[("nginx", "nginx"), ("wrk", "wrk")])?;
+                ensure::packages_for(
+                    "bench nginx",
+                    &[("nginx", "nginx"), ("wrk", "wrk"), ("perf", "linux-perf")],
+                )?;
                 bench::run(&paths, &bench::NGINX)?;
             }
             Ok(())

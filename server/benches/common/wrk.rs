@@ -1,5 +1,5 @@
 //! wrk (Debian) for the benchmarks: one thread pinned to a CPU, its req/s, and its requests per
-//! CPU-second (from RUSAGE_CHILDREN around the run). Non-2xx answers or socket errors fail the
+//! CPU-second (its whole process's CPU, from RUSAGE_CHILDREN around the run). Non-2xx answers or socket errors fail the
 //! bench.
 use std::process::Command;
 
@@ -8,20 +8,14 @@ use std::process::Command;
 #[allow(dead_code)]
 pub struct WrkRun {
     pub req_per_s: f64,
+    /// Requests wrk completed over its run.
+    pub requests: f64,
     pub req_per_cpu_s: f64,
     pub text: String,
 }
 
-fn children_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 pub fn run(url: &str, cpu: u32, conns: &str, duration: &str) -> WrkRun {
-    let c0 = children_cpu_s();
+    let c0 = crate::method::children_cpu_s();
     let out = Command::new("taskset")
         .args([
             "-c",
@@ -37,7 +31,7 @@ pub fn run(url: &str, cpu: u32, conns: &str, duration: &str) -> WrkRun {
         ])
         .output()
         .expect("wrk on PATH");
-    let cpu_s = children_cpu_s() - c0;
+    let cpu_s = crate::method::children_cpu_s() - c0;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let req_per_s: f64 = text
         .lines()
@@ -59,6 +53,7 @@ pub fn run(url: &str, cpu: u32, conns: &str, duration: &str) -> WrkRun {
     );
     WrkRun {
         req_per_s,
+        requests: total,
         req_per_cpu_s: total / cpu_s.max(1e-9),
         text,
     }
