@@ -26,7 +26,7 @@ mod nginx;
 #[path = "common/wrk.rs"]
 mod wrk;
 
-use method::{cpu_seconds, new_thread, nginx_worker, noisy, ratio, summary, task_id, REPS};
+use method::{new_thread, nginx_worker, noisy, ratio, summary, task_id, user_sys_seconds, REPS};
 use nginx::{free_port, nginx};
 use std::{net::SocketAddr, time::Duration};
 
@@ -107,19 +107,24 @@ fn main() {
         vec![vec![0f64; REPS]; arms.len()],
         vec![vec![0f64; REPS]; arms.len()],
     );
+    let (mut user_ns, mut sys_ns) = (rps.clone(), rps.clone());
     let mut raw = Vec::new();
     for rep in 0..REPS {
         for k in 0..arms.len() {
             let i = (k + rep) % arms.len();
             let a = &arms[i];
-            let cpu0 = cpu_seconds(&a.stat);
+            let (u0, s0) = user_sys_seconds(&a.stat);
             let w = wrk::run(&a.url, wrk_cpu, CONNS, DURATION);
-            let cpu = cpu_seconds(&a.stat) - cpu0;
+            let (u1, s1) = user_sys_seconds(&a.stat);
+            let (user, sys) = (u1 - u0, s1 - s0);
+            let cpu = user + sys;
             rps[i][rep] = w.req_per_s;
             eff[i][rep] = w.requests / cpu.max(0.01);
+            user_ns[i][rep] = user * 1e9 / w.requests;
+            sys_ns[i][rep] = sys * 1e9 / w.requests;
             raw.push(
                 json!({"rep": rep, "order": k, "server": a.name, "req_per_s": w.req_per_s,
-                "requests": w.requests, "server_cpu_s": cpu,
+                "requests": w.requests, "server_cpu_s": cpu, "server_user_s": user, "server_sys_s": sys,
                 "req_per_server_cpu_s": eff[i][rep], "wrk": w.text}),
             );
         }
@@ -137,9 +142,15 @@ fn main() {
     let mut per_arm = serde_json::Map::new();
     for (i, a) in arms.iter().enumerate() {
         noise.extend(noisy(a.name, "req per server CPU-s", &eff[i]));
+        let (u, k) = (summary(&user_ns[i]), summary(&sys_ns[i]));
+        println!(
+            "{}: server ns per request: user (its own code) {:.0}, kernel {:.0} (medians; /proc utime and stime)",
+            a.name, u.median, k.median
+        );
         per_arm.insert(
             a.name.into(),
-            json!({"req_per_s": summary(&rps[i]), "req_per_server_cpu_s": summary(&eff[i])}),
+            json!({"req_per_s": summary(&rps[i]), "req_per_server_cpu_s": summary(&eff[i]),
+                "user_ns_per_req": u, "kernel_ns_per_req": k}),
         );
     }
     let mut vs = serde_json::Map::new();

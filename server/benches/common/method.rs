@@ -14,6 +14,12 @@ pub const NOISY_SPREAD: f64 = 1.5;
 
 /// utime + stime of a task (`/proc/.../stat`), in seconds.
 pub fn cpu_seconds(stat_path: &str) -> f64 {
+    let (user, sys) = user_sys_seconds(stat_path);
+    user + sys
+}
+
+/// (utime, stime) of a task, in seconds: its own code's time and the kernel's on its behalf.
+pub fn user_sys_seconds(stat_path: &str) -> (f64, f64) {
     let s = std::fs::read_to_string(stat_path).unwrap();
     let after = &s[s.rfind(')').unwrap() + 1..];
     let f: Vec<u64> = after
@@ -22,7 +28,7 @@ pub fn cpu_seconds(stat_path: &str) -> f64 {
         .collect();
     assert!(f.len() > 12, "{stat_path}: {s:?}");
     // Fields 14 and 15 of /proc/PID/stat, counted from the state field (3) after ')'.
-    (f[11] + f[12]) as f64 / 100.0 // USER_HZ
+    (f[11] as f64 / 100.0, f[12] as f64 / 100.0) // USER_HZ
 }
 
 /// CPU seconds of this process's waited-for children so far (a child's whole life).
