@@ -15,14 +15,27 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// One engine at a time: two soaks at once would share the CPUs they measure.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
-fn full_load_on_both_transports_holds_memory_and_releases_descriptors() {
+fn full_load_on_both_transports_holds_memory_and_releases_descriptors_on_epoll() {
+    soak("epoll");
+}
+
+#[test]
+fn full_load_on_both_transports_holds_memory_and_releases_descriptors_on_uring() {
+    soak("uring");
+}
+
+fn soak(io: &str) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let secs: u64 = std::env::var("RXSTEER_SOAK_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let warmup = Duration::from_secs(1 + secs / 10);
-    let srv = Served::start(1, &[]);
+    let srv = Served::start(1, &["--io", io]);
     let listeners = srv.sockets();
     // Memory over the run, sampled beside the load.
     let done = Arc::new(AtomicBool::new(false));
