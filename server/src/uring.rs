@@ -47,6 +47,14 @@ const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_TICK: u64 = 4;
+const OP_CANCEL: u64 = 5;
+
+/// Input stashed behind a send in flight beyond this stops the connection's receive until the
+/// send completes: the kernel's window, not our memory, then holds a fast sender back (the
+/// epoll engine gets that for free by not reading while it writes).
+const PAUSE_AT: usize = 64 << 10;
+/// What a stopped receive may still deliver: the whole buffer ring.
+const STASH_SLACK: usize = BUFS as usize * BUF_SIZE;
 
 /// An operation's user data: the operation, the connection (or listener) slot, and the slot's
 /// generation, so completions of a slot's earlier connection are told apart.
@@ -152,8 +160,14 @@ struct Conn {
     scratch: Vec<u8>,
     flight: Option<Flight>,
     receiving: bool,
-    /// Shut down: closed once nothing of it is in flight.
+    /// Nothing more is answered; the descriptor is closed once nothing of it is in flight.
     closing: bool,
+    /// `shutdown` was called (it ends the receive and any send still waiting).
+    shut: bool,
+    /// The receive was stopped behind a send in flight (see [`PAUSE_AT`]).
+    paused: bool,
+    /// The peer sent its last byte: what it sent is still answered, then the connection closes.
+    eof: bool,
     last_input: Instant,
     partial_since: Option<Instant>,
 }
@@ -166,9 +180,11 @@ impl Conn {
         }
     }
 
+    /// Closes it from our side now (refused input, a timeout, an error).
     fn shut_down(&mut self) {
-        if !self.closing {
-            self.closing = true;
+        self.closing = true;
+        if !self.shut {
+            self.shut = true;
             // SAFETY: shutdown on a socket this connection owns; ends its receive.
             unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
         }
@@ -296,6 +312,7 @@ impl Worker<'_> {
                 match op {
                     OP_ACCEPT => self.accepted(slot, res, flags),
                     OP_TICK => self.on_tick(),
+                    OP_CANCEL => {}
                     _ if self.is_current(slot, generation) => match op {
                         OP_RECV => self.received(slot, res, flags),
                         _ => self.sent(slot, res),
@@ -352,6 +369,9 @@ impl Worker<'_> {
             flight: None,
             receiving: false,
             closing: false,
+            shut: false,
+            paused: false,
+            eof: false,
             last_input: self.now,
             partial_since: None,
         }));
@@ -366,16 +386,32 @@ impl Worker<'_> {
         if !more {
             c.receiving = false;
         }
+        if res == -libc::ECANCELED {
+            // Our pause (only a pause cancels a receive). If the send completed in the
+            // meantime, the pause is over: receive again now.
+            if !c.paused && !c.closing && !c.eof {
+                self.arm_recv(slot);
+            }
+            self.release(slot);
+            return;
+        }
         if res <= 0 {
             if let Some(bid) = bid {
                 self.bufs.give_back(bid);
             }
             // Out of buffers: receive again (they are back at this batch's end).
             if res == -libc::ENOBUFS && !c.closing {
-                self.arm_recv(slot);
+                if !c.paused {
+                    self.arm_recv(slot);
+                }
             } else {
-                // The peer closed, reset, or our shutdown came through.
-                c.shut_down();
+                // The peer is done sending (its requests are still answered), or a reset, or
+                // our shutdown came through.
+                if res == 0 {
+                    c.eof = true;
+                } else {
+                    c.closing = true;
+                }
                 self.release(slot);
             }
             return;
@@ -386,8 +422,10 @@ impl Worker<'_> {
         let answered = if c.closing {
             Ok(None)
         } else if c.flight.is_some() {
-            // Answered after the send in flight, in order.
-            if c.rd.data().len() + c.stash.len() + data.len() <= c.read_limit(cfg) {
+            // Answered after the send in flight, in order. The pause below bounds it: what
+            // was already received when the receive stopped (at most the buffer ring) is all
+            // that comes after PAUSE_AT; beyond that the peer is not one this code knows.
+            if c.stash.len() + data.len() <= PAUSE_AT + c.read_limit(cfg) + STASH_SLACK {
                 c.stash.extend_from_slice(data);
                 Ok(None)
             } else {
@@ -406,13 +444,22 @@ impl Worker<'_> {
             Ok(None) => {}
             Err(()) => self.conns[slot].as_mut().unwrap().shut_down(),
         }
-        if !more && !self.conns[slot].as_ref().unwrap().closing {
+        let c = self.conns[slot].as_mut().unwrap();
+        if c.flight.is_some() && c.stash.len() >= PAUSE_AT && !c.paused && !c.closing {
+            c.paused = true;
+            if more {
+                let e = opcode::AsyncCancel::new(user_data(OP_RECV, slot, c.generation))
+                    .build()
+                    .user_data(user_data(OP_CANCEL, slot, c.generation));
+                self.push(&e);
+            }
+        } else if !more && !c.closing && !c.paused {
             self.arm_recv(slot);
         }
+        self.release(slot);
     }
 
     fn sent(&mut self, slot: usize, res: i32) {
-        let cfg = self.cfg;
         let c = self.conns[slot].as_mut().unwrap();
         let f = c
             .flight
@@ -439,20 +486,52 @@ impl Worker<'_> {
         let f = c.flight.take().unwrap();
         c.out.clear();
         c.rd.consume(f.consumed);
+        let resume = std::mem::take(&mut c.paused);
         if f.close {
             c.shut_down();
-        } else {
-            let appended = c.rd.append(&c.stash);
-            c.stash.clear();
-            match appended {
-                Ok(()) => {
-                    let a = answer_buffered(c, cfg);
-                    self.respond(slot, a);
-                }
-                Err(_) => c.shut_down(),
+        } else if !c.closing {
+            self.answer_stash(slot);
+        }
+        let c = self.conns[slot].as_mut().unwrap();
+        if resume && !c.closing && !c.eof {
+            if c.flight.is_some() {
+                // Still behind a send: stay paused until it completes.
+                c.paused = true;
+            } else if !c.receiving {
+                self.arm_recv(slot);
             }
         }
         self.release(slot);
+    }
+
+    /// Answers what waited behind the send that just completed: moved into the read buffer as
+    /// far as one request's limit allows, answered, and again, until a send is in flight or the
+    /// stash is empty. A read buffer full at its limit with no whole request in it is a request
+    /// larger than allowed: closed, as the epoll engine does.
+    fn answer_stash(&mut self, slot: usize) {
+        let cfg = self.cfg;
+        loop {
+            let c = self.conns[slot].as_mut().unwrap();
+            let n = c
+                .stash
+                .len()
+                .min(c.read_limit(cfg).saturating_sub(c.rd.data().len()));
+            if n == 0 && !c.stash.is_empty() {
+                c.shut_down();
+                return;
+            }
+            if c.rd.append(&c.stash[..n]).is_err() {
+                c.shut_down();
+                return;
+            }
+            c.stash.drain(..n);
+            let a = answer_buffered(c, cfg);
+            self.respond(slot, a);
+            let c = self.conns[slot].as_ref().unwrap();
+            if c.flight.is_some() || c.closing || c.stash.is_empty() {
+                return;
+            }
+        }
     }
 
     /// After answering from the read buffer: count, send what was encoded (with a body to go
@@ -507,10 +586,11 @@ impl Worker<'_> {
         }
     }
 
-    /// Closes a shut-down connection once neither its receive nor a send is in flight.
+    /// Closes a connection that is done (closing, or the peer sent its last byte and every
+    /// answer went out) once neither its receive nor a send is in flight.
     fn release(&mut self, slot: usize) {
         let c = self.conns[slot].as_ref().unwrap();
-        if c.closing && !c.receiving && c.flight.is_none() {
+        if (c.closing || c.eof) && !c.receiving && c.flight.is_none() {
             self.conns[slot] = None;
             self.free.push(slot);
             self.live -= 1;
@@ -518,14 +598,14 @@ impl Worker<'_> {
     }
 
     fn on_tick(&mut self) {
-        let now = Instant::now();
+        let now = self.now;
         let cfg = self.cfg;
         for c in self.conns.iter_mut().flatten() {
             let idle = now.duration_since(c.last_input) >= cfg.idle;
             let slow = c
                 .partial_since
                 .is_some_and(|t| now.duration_since(t) >= cfg.request);
-            if idle || slow {
+            if (idle || slow) && !c.shut {
                 c.shut_down();
             }
         }

@@ -135,6 +135,38 @@ fn http_pipelined_requests_are_all_answered_in_order(io: ServerIo) {
     }
 }
 
+/// A client that sends its requests and then shuts its sending side still gets every answer,
+/// large ones included (they may be in flight when the end of its input arrives), then a close.
+fn a_half_closed_client_gets_every_response_then_the_close(io: ServerIo) {
+    let mut s = connect(server(io).http.unwrap());
+    let big = vec![b'b'; 300 << 10];
+    let mut reqs = Vec::new();
+    for i in 0..20 {
+        let body: &[u8] = if i % 5 == 4 { &big } else { b"abc" };
+        reqs.extend_from_slice(
+            format!(
+                "POST /echo HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        reqs.extend_from_slice(body);
+    }
+    // Sent from a thread: the responses fill the socket while the requests are still going out.
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&reqs).unwrap();
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let got = read_http(&mut s, 20);
+    writer.join().unwrap();
+    for (i, (status, body)) in got.iter().enumerate() {
+        let want = if i % 5 == 4 { big.len() } else { 3 };
+        assert_eq!((*status, body.len()), (200, want), "response {i}");
+    }
+    assert!(closed(&mut s));
+}
+
 fn http_bad_requests_get_their_status_and_close(io: ServerIo) {
     let big_header = [
         b"GET / HTTP/1.1\r\nX: ".as_slice(),
@@ -297,6 +329,7 @@ fn zap_bad_frames(io: ServerIo) {
 }
 
 on_each_engine!(
+    a_half_closed_client_gets_every_response_then_the_close,
     http_routes,
     http_pipelined_requests_are_all_answered_in_order,
     http_bad_requests_get_their_status_and_close,
