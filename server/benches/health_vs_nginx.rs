@@ -202,15 +202,7 @@ fn main() {
             None => println!("{}: perf stat gave no counts", a.name),
         }
     }
-    for n in &noise {
-        println!("{n}");
-    }
-    if noise.is_empty() {
-        println!(
-            "every arm within {}x over the repetitions",
-            method::NOISY_SPREAD
-        );
-    }
+    method::say_noise(&noise);
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         let doc = json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
             "reps": REPS, "noisy": noise, "arms": per_arm, "vs_nginx": vs,

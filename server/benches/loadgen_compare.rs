@@ -236,15 +236,7 @@ fn main() {
             serde_json::Value::Object(figures),
         );
     }
-    for n in &noise {
-        println!("{n}");
-    }
-    if noise.is_empty() {
-        println!(
-            "every arm within {}x over the repetitions",
-            method::NOISY_SPREAD
-        );
-    }
+    method::say_noise(&noise);
     doc.insert("reps".into(), json!(REPS));
     doc.insert("noisy".into(), json!(noise));
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {

@@ -97,26 +97,7 @@ fn uring_where_the_kernel_refuses_it_is_one_line_and_a_failed_start() {
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.contains("io_uring is not available"), "{err}");
     // The epoll engine needs no io_uring.
-    let mut child = Command::new(RXSTEER)
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--zap",
-            "127.0.0.1:0",
-            "--io",
-            "epoll",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("worker thread(s) on epoll"), "{line}");
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(child.wait().unwrap().success());
-    drop(err);
+    serves_on("epoll");
     drop(_restore);
     assert_eq!(std::fs::read_to_string(IO_URING_DISABLED).unwrap(), was);
 }

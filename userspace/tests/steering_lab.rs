@@ -48,6 +48,22 @@ fn rps_cpus(lab: &VethLab) -> String {
     .unwrap()
 }
 
+/// attach's stderr up to the line that says it observes (within 10 s).
+fn until_observing(err: &mut impl BufRead) -> String {
+    let mut said = String::new();
+    let start = Instant::now();
+    while !said.contains("observing") {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "attach exited early: {said}"
+        );
+        said.push_str(&line);
+        assert!(start.elapsed() < Duration::from_secs(10), "{said}");
+    }
+    said
+}
+
 /// Starts `rxsteer attach` in the server namespace; waits until it observes.
 fn attach(lab: &VethLab, args: &[&str]) -> (Child, String) {
     let mut child = lab
@@ -60,17 +76,7 @@ fn attach(lab: &VethLab, args: &[&str]) -> (Child, String) {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let start = Instant::now();
-    while !said.contains("observing") {
-        let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "attach exited early: {said}"
-        );
-        said.push_str(&line);
-        assert!(start.elapsed() < Duration::from_secs(10));
-    }
+    let said = until_observing(&mut err);
     // Keep draining stderr so the child never blocks on a full pipe.
     std::thread::spawn(move || {
         let mut rest = String::new();
@@ -365,17 +371,7 @@ fn rps_masks_past_64_cpus_go_end_to_end_through_attach_on_a_fake_sysfs_tree() {
     // Both sides of the 32- and 64-bit word boundaries, and a run to the last CPU.
     let mut child = run("0,63,64,100-191");
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let start = Instant::now();
-    while !said.contains("observing") {
-        let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "attach exited: {said}"
-        );
-        said.push_str(&line);
-        assert!(start.elapsed() < Duration::from_secs(10), "{said}");
-    }
+    let said = until_observing(&mut err);
     // Written by hand, most significant 32-bit group first: 191..160, 159..128, 127..96
     // (100-127), 95..64 (64), 63..32 (63), 31..0 (0).
     let want = "ffffffff,ffffffff,fffffff0,00000001,80000000,00000001";

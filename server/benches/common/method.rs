@@ -119,6 +119,16 @@ pub fn noisy(arm: &str, what: &str, v: &[f64]) -> Option<String> {
     })
 }
 
+/// Prints the noisy marks, or that there were none.
+pub fn say_noise(noise: &[String]) {
+    for n in noise {
+        println!("{n}");
+    }
+    if noise.is_empty() {
+        println!("every arm within {NOISY_SPREAD}x over the repetitions");
+    }
+}
+
 /// The kernel-side counters of one task over `window`, from `perf stat` (software events and
 /// the syscall tracepoint: this VM has no hardware counters). Run apart from the timed
 /// repetitions, since counting every system call slows the task counted.
