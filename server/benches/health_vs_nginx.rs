@@ -26,7 +26,9 @@ mod nginx;
 #[path = "common/wrk.rs"]
 mod wrk;
 
-use method::{new_thread, nginx_worker, noisy, ratio, summary, task_id, user_sys_seconds, REPS};
+use method::{
+    new_thread, nginx_worker, noisy, ratio, summary, task_id, user_sys_seconds, Target, REPS,
+};
 use nginx::{free_port, nginx};
 use std::{net::SocketAddr, time::Duration};
 
@@ -177,6 +179,26 @@ fn main() {
     }
     let e = ratio(&eff[1], &eff[0]);
     println!("rxsteer-uring / rxsteer-epoll, requests per server CPU-second: {e}");
+    let floor_uring = ratio(&eff[4], &eff[nginx_i]).median;
+    let targets = [
+        Target::new(
+            "rxsteer-uring / floor-epoll, requests per server CPU-second",
+            ratio(&eff[1], &eff[floor_i]),
+            1.0,
+            None,
+        ),
+        Target::new(
+            "rxsteer-uring / nginx, requests per server CPU-second",
+            ratio(&eff[1], &eff[nginx_i]),
+            1.5,
+            Some(format!(
+                "the io_uring floor, which does nothing but its reads and sends, reaches {floor_uring:.2}x nginx: the kernel's part of a request bounds every server here (user and kernel ns above)"
+            )),
+        ),
+    ];
+    for t in &targets {
+        println!("{t}");
+    }
     // Where the server's time goes, per request: one counted run per arm.
     let mut counters = serde_json::Map::new();
     let window = Duration::from_secs(3);
@@ -206,7 +228,7 @@ fn main() {
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
         let doc = json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
             "reps": REPS, "noisy": noise, "arms": per_arm, "vs_nginx": vs,
-            "vs_floor_epoll": vs_floor, "uring_over_epoll": e, "counters": counters, "raw": raw});
+            "vs_floor_epoll": vs_floor, "uring_over_epoll": e, "targets": targets, "counters": counters, "raw": raw});
         std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     }
 }

@@ -23,7 +23,7 @@ mod nginx;
 #[path = "common/wrk.rs"]
 mod wrk;
 
-use method::{children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, REPS};
+use method::{children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, Target, REPS};
 use rxsteer_server::{start, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
@@ -111,6 +111,7 @@ fn main() {
     let floor_thread = new_thread("floor-epoll", &[]);
     let mut doc = serde_json::Map::new();
     let mut noise = Vec::new();
+    let mut targets = Vec::new();
     for scenario in ["health", "rpc"] {
         let mut arms = vec![
             ("HTTP", &http, &server_thread),
@@ -161,11 +162,23 @@ fn main() {
             "http": {"req_per_s": summary(&rps[0]), "req_per_server_cpu_s": summary(&eff[0])},
             "zap": {"req_per_s": summary(&rps[1]), "req_per_server_cpu_s": summary(&eff[1])},
             "raw": raw});
+        let mut bound = None;
         if arms.len() == 3 {
             let b = ratio(&eff[2], &eff[0]);
             println!("{scenario}: floor-ZAP / HTTP, requests per server CPU-second (the most any ZAP server reaches over this HTTP server): {b}");
             fig["floor_zap_over_http_per_server_cpu_s"] = json!(b);
+            bound = Some(format!(
+                "the ZAP floor bounds it at {:.2} (the most any ZAP server reaches over this HTTP server)",
+                b.median
+            ));
         }
+        let want = if scenario == "health" { 1.0 } else { 1.25 };
+        targets.push(Target::new(
+            &format!("ZAP / HTTP {scenario}, requests per server CPU-second"),
+            e,
+            want,
+            bound,
+        ));
         doc.insert(format!("zap_over_http_{scenario}"), fig);
     }
     let port = nginx::free_port();
@@ -229,6 +242,14 @@ fn main() {
                 if e == 0 { "tokio" } else { "uring" }.into(),
                 json!({"req_per_s": r, "req_per_cpu_s": c}),
             );
+            if e == 1 && server == "nginx" {
+                targets.push(Target::new(
+                    "rxload --io uring / wrk against nginx, requests per load-generator CPU-second",
+                    c,
+                    1.2,
+                    None,
+                ));
+            }
         }
         figures.insert("raw".into(), json!(raw));
         doc.insert(
@@ -236,7 +257,11 @@ fn main() {
             serde_json::Value::Object(figures),
         );
     }
+    for t in &targets {
+        println!("{t}");
+    }
     method::say_noise(&noise);
+    doc.insert("targets".into(), json!(targets));
     doc.insert("reps".into(), json!(REPS));
     doc.insert("noisy".into(), json!(noise));
     if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {

@@ -119,6 +119,50 @@ pub fn noisy(arm: &str, what: &str, v: &[f64]) -> Option<String> {
     })
 }
 
+/// A target the README quotes, judged on a ratio's median: met, or by how much not, and what
+/// bounds it where a floor does.
+#[derive(Debug, serde::Serialize)]
+pub struct Target {
+    pub what: String,
+    pub want: f64,
+    pub median: f64,
+    pub met: bool,
+    /// What the floors say: the most any server of that kind reaches, where measured.
+    pub bound: Option<String>,
+}
+
+impl Target {
+    pub fn new(what: &str, s: Summary, want: f64, bound: Option<String>) -> Self {
+        Self {
+            what: what.to_string(),
+            want,
+            median: s.median,
+            met: s.median >= want,
+            bound,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "target: {} >= {:.2}: ", self.what, self.want)?;
+        if self.met {
+            write!(f, "met (median {:.2})", self.median)?;
+        } else {
+            write!(
+                f,
+                "NOT met: median {:.2}, short by {:.2}",
+                self.median,
+                self.want - self.median
+            )?;
+        }
+        match &self.bound {
+            Some(b) => write!(f, "; {b}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Prints the noisy marks, or that there were none.
 pub fn say_noise(noise: &[String]) {
     for n in noise {
