@@ -22,25 +22,22 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::{
     net::TcpListener,
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
-    sync::{
-        atomic::{AtomicU16, Ordering},
-        Arc,
-    },
+    sync::{atomic::Ordering, Arc},
     time::Duration,
 };
 use tokio::time::Instant;
 
 use crate::{
-    batch::{answer, Answered, BodyAt, End},
+    batch::{Answered, End},
     conn::{ConnConfig, ReadBuf},
-    framing::{Framing, Http, Zap},
     Served, Transport,
 };
 
-/// Receive buffers in the ring (a power of two) and the size of each.
-const BUFS: u16 = 256;
-const BUF_SIZE: usize = 16 << 10;
-const BUF_GROUP: u16 = 0;
+mod buf_ring;
+mod connection;
+
+use buf_ring::{BufRing, BUFS, BUF_GROUP, BUF_SIZE};
+use connection::{answer_buffered, answer_in_place, flight, Conn};
 const RING_ENTRIES: u32 = 1024;
 
 const OP_ACCEPT: u64 = 1;
@@ -68,127 +65,6 @@ fn parts(ud: u64) -> (u64, usize, u32) {
         ((ud >> 8) & 0xff_ffff) as usize,
         (ud >> 32) as u32,
     )
-}
-
-/// The kernel's ring of receive buffers: the entries (page-aligned, as the kernel requires)
-/// and the memory they point into.
-struct BufRing {
-    entries: *mut types::BufRingEntry,
-    layout: std::alloc::Layout,
-    memory: Vec<u8>,
-    tail: u16,
-}
-
-impl BufRing {
-    fn register(ring: &IoUring) -> Result<Self> {
-        let layout = std::alloc::Layout::from_size_align(
-            BUFS as usize * std::mem::size_of::<types::BufRingEntry>(),
-            4096,
-        )?;
-        // SAFETY: a non-zero size; freed in Drop with the same layout.
-        let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
-        anyhow::ensure!(!entries.is_null(), "allocating the buffer ring");
-        let mut r = Self {
-            entries,
-            layout,
-            memory: vec![0; BUFS as usize * BUF_SIZE],
-            tail: 0,
-        };
-        // SAFETY: the entries stay allocated, at this address, until Drop, which comes after
-        // the ring that uses them is gone (the worker drops the ring first).
-        unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(entries as u64, BUFS, BUF_GROUP, 0)
-        }
-        .context("registering a provided-buffer ring (needs Linux 5.19 or later)")?;
-        for bid in 0..BUFS {
-            r.give_back(bid);
-        }
-        r.publish();
-        Ok(r)
-    }
-
-    fn buffer(&self, bid: u16, len: usize) -> &[u8] {
-        let at = bid as usize * BUF_SIZE;
-        &self.memory[at..at + len]
-    }
-
-    /// Queues buffer `bid` for the kernel again; [`publish`](Self::publish) hands it over.
-    fn give_back(&mut self, bid: u16) {
-        let i = (self.tail & (BUFS - 1)) as usize;
-        // SAFETY: `i` is within the ring; the kernel reads entries only up to the published
-        // tail, and this one is past it.
-        let e = unsafe { &mut *self.entries.add(i) };
-        e.set_addr(self.memory[bid as usize * BUF_SIZE..].as_ptr() as u64);
-        e.set_len(BUF_SIZE as u32);
-        e.set_bid(bid);
-        self.tail = self.tail.wrapping_add(1);
-    }
-
-    fn publish(&self) {
-        // SAFETY: the tail field shares the first entry's place, as the kernel defines it.
-        let tail = unsafe { types::BufRingEntry::tail(self.entries) } as *const AtomicU16;
-        // SAFETY: a u16 in memory the kernel reads; Release orders the entries' writes first.
-        unsafe { (*tail).store(self.tail, Ordering::Release) };
-    }
-}
-
-impl Drop for BufRing {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `register` with this layout.
-        unsafe { std::alloc::dealloc(self.entries.cast(), self.layout) };
-    }
-}
-
-/// A send in flight: the bytes of `out` and of the body not yet sent, and what follows.
-struct Flight {
-    iov: [libc::iovec; 2],
-    msg: libc::msghdr,
-    /// Bytes of the read buffer the responses answered: consumed when the send completes.
-    consumed: usize,
-    close: bool,
-}
-
-struct Conn {
-    fd: OwnedFd,
-    transport: Transport,
-    generation: u32,
-    rd: ReadBuf,
-    /// Input that arrived while a send was in flight.
-    stash: Vec<u8>,
-    out: Vec<u8>,
-    scratch: Vec<u8>,
-    flight: Option<Flight>,
-    receiving: bool,
-    /// Nothing more is answered; the descriptor is closed once nothing of it is in flight.
-    closing: bool,
-    /// `shutdown` was called (it ends the receive and any send still waiting).
-    shut: bool,
-    /// The receive was stopped behind a send in flight (see [`PAUSE_AT`]).
-    paused: bool,
-    /// The peer sent its last byte: what it sent is still answered, then the connection closes.
-    eof: bool,
-    last_input: Instant,
-    partial_since: Option<Instant>,
-}
-
-impl Conn {
-    fn read_limit(&self, cfg: &ConnConfig) -> usize {
-        match self.transport {
-            Transport::Http => Http::read_limit(cfg),
-            Transport::Zap => Zap::read_limit(cfg),
-        }
-    }
-
-    /// Closes it from our side now (refused input, a timeout, an error).
-    fn shut_down(&mut self) {
-        self.closing = true;
-        if !self.shut {
-            self.shut = true;
-            // SAFETY: shutdown on a socket this connection owns; ends its receive.
-            unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
-        }
-    }
 }
 
 struct Worker<'a> {
@@ -353,10 +229,7 @@ impl Worker<'_> {
         });
         self.generations[slot] = self.generations[slot].wrapping_add(1);
         let transport = self.listeners[listener].0;
-        let limit = match transport {
-            Transport::Http => Http::read_limit(self.cfg),
-            Transport::Zap => Zap::read_limit(self.cfg),
-        };
+        let limit = connection::read_limit(transport, self.cfg);
         self.live += 1;
         self.conns[slot] = Some(Box::new(Conn {
             fd,
@@ -610,73 +483,5 @@ impl Worker<'_> {
             }
         }
         self.arm_tick();
-    }
-}
-
-fn answer_any(t: Transport, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
-    match t {
-        Transport::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
-        Transport::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
-    }
-}
-
-/// Answers what the read buffer holds.
-fn answer_buffered(c: &mut Conn, cfg: &ConnConfig) -> Answered {
-    match c.transport {
-        Transport::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
-        Transport::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
-    }
-}
-
-/// Answers a receive straight from the kernel's buffer, nothing being buffered before it.
-/// What must outlive the buffer (a partial request; a body to go out uncopied and everything
-/// after it) is copied into the read buffer, and the answer is returned in its terms.
-fn answer_in_place(c: &mut Conn, data: &[u8], cfg: &ConnConfig) -> Result<Answered, ()> {
-    let a = answer_any(c.transport, data, cfg, c);
-    let keep_from = match &a.end {
-        End::Close => data.len(),
-        End::Body {
-            at: BodyAt::Input(r),
-            ..
-        } => r.start,
-        _ => a.used,
-    };
-    c.rd.append(&data[keep_from..]).map_err(drop)?;
-    let end = match a.end {
-        End::Body {
-            at: BodyAt::Input(r),
-            close,
-        } => End::Body {
-            at: BodyAt::Input(0..r.len()),
-            close,
-        },
-        e => e,
-    };
-    Ok(Answered {
-        used: a.used.saturating_sub(keep_from),
-        n: a.n,
-        end,
-    })
-}
-
-fn flight(out: &[u8], body: &[u8], consumed: usize, close: bool) -> Flight {
-    let iov = [
-        libc::iovec {
-            iov_base: out.as_ptr() as *mut _,
-            iov_len: out.len(),
-        },
-        libc::iovec {
-            iov_base: body.as_ptr() as *mut _,
-            iov_len: body.len(),
-        },
-    ];
-    // SAFETY: an all-zero msghdr is valid (no name, no control data).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iovlen = 2;
-    Flight {
-        iov,
-        msg,
-        consumed,
-        close,
     }
 }

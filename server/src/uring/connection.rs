@@ -1,0 +1,135 @@
+//! One connection of the io_uring engine: its buffers and state, and how a receive's bytes are
+//! answered (in place from the kernel's buffer, or from the read buffer).
+use tokio::time::Instant;
+
+use crate::{
+    batch::{answer, Answered, BodyAt, End},
+    conn::{ConnConfig, ReadBuf},
+    framing::{Framing, Http, Zap},
+    Transport,
+};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// A send in flight: the bytes of `out` and of the body not yet sent, and what follows.
+pub struct Flight {
+    pub iov: [libc::iovec; 2],
+    pub msg: libc::msghdr,
+    /// Bytes of the read buffer the responses answered: consumed when the send completes.
+    pub consumed: usize,
+    pub close: bool,
+}
+
+pub struct Conn {
+    pub fd: OwnedFd,
+    pub transport: Transport,
+    pub generation: u32,
+    pub rd: ReadBuf,
+    /// Input that arrived while a send was in flight.
+    pub stash: Vec<u8>,
+    pub out: Vec<u8>,
+    pub scratch: Vec<u8>,
+    pub flight: Option<Flight>,
+    pub receiving: bool,
+    /// Nothing more is answered; the descriptor is closed once nothing of it is in flight.
+    pub closing: bool,
+    /// `shutdown` was called (it ends the receive and any send still waiting).
+    pub shut: bool,
+    /// The receive was stopped behind a send in flight (see [`PAUSE_AT`]).
+    pub paused: bool,
+    /// The peer sent its last byte: what it sent is still answered, then the connection closes.
+    pub eof: bool,
+    pub last_input: Instant,
+    pub partial_since: Option<Instant>,
+}
+
+impl Conn {
+    pub fn read_limit(&self, cfg: &ConnConfig) -> usize {
+        read_limit(self.transport, cfg)
+    }
+
+    /// Closes it from our side now (refused input, a timeout, an error).
+    pub fn shut_down(&mut self) {
+        self.closing = true;
+        if !self.shut {
+            self.shut = true;
+            // SAFETY: shutdown on a socket this connection owns; ends its receive.
+            unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+    }
+}
+
+/// The most bytes one request of `t` may hold in the read buffer.
+pub fn read_limit(t: Transport, cfg: &ConnConfig) -> usize {
+    match t {
+        Transport::Http => Http::read_limit(cfg),
+        Transport::Zap => Zap::read_limit(cfg),
+    }
+}
+
+pub fn answer_any(t: Transport, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
+    match t {
+        Transport::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
+        Transport::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
+    }
+}
+
+/// Answers what the read buffer holds.
+pub fn answer_buffered(c: &mut Conn, cfg: &ConnConfig) -> Answered {
+    match c.transport {
+        Transport::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+        Transport::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+    }
+}
+
+/// Answers a receive straight from the kernel's buffer, nothing being buffered before it.
+/// What must outlive the buffer (a partial request; a body to go out uncopied and everything
+/// after it) is copied into the read buffer, and the answer is returned in its terms.
+pub fn answer_in_place(c: &mut Conn, data: &[u8], cfg: &ConnConfig) -> Result<Answered, ()> {
+    let a = answer_any(c.transport, data, cfg, c);
+    let keep_from = match &a.end {
+        End::Close => data.len(),
+        End::Body {
+            at: BodyAt::Input(r),
+            ..
+        } => r.start,
+        _ => a.used,
+    };
+    c.rd.append(&data[keep_from..]).map_err(drop)?;
+    let end = match a.end {
+        End::Body {
+            at: BodyAt::Input(r),
+            close,
+        } => End::Body {
+            at: BodyAt::Input(0..r.len()),
+            close,
+        },
+        e => e,
+    };
+    Ok(Answered {
+        used: a.used.saturating_sub(keep_from),
+        n: a.n,
+        end,
+    })
+}
+
+pub fn flight(out: &[u8], body: &[u8], consumed: usize, close: bool) -> Flight {
+    let iov = [
+        libc::iovec {
+            iov_base: out.as_ptr() as *mut _,
+            iov_len: out.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_ptr() as *mut _,
+            iov_len: body.len(),
+        },
+    ];
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iovlen = 2;
+    Flight {
+        iov,
+        msg,
+        consumed,
+        close,
+    }
+}
