@@ -1,7 +1,8 @@
 //! The HTTP/1.1 and ZAP-HTTP servers behind `rxsteer serve` and every server test and bench.
-//! One worker thread per CPU (optionally pinned), each with its own current-thread runtime and
-//! its own SO_REUSEPORT listener per transport (xitca-web's shape); one connection loop over
-//! both framings; one set of handlers behind both transports. Needs no privileges and no BPF.
+//! One worker thread per CPU (optionally pinned), each with its own SO_REUSEPORT listener per
+//! transport (xitca-web's shape) and its own engine: a tokio current-thread runtime over epoll
+//! ([`conn`]) or an io_uring ([`uring`]); both answer through [`batch::answer`], one set of
+//! handlers behind both transports. Needs no privileges and no BPF.
 pub mod batch;
 pub mod conn;
 pub mod framing;
