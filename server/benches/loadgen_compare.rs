@@ -199,12 +199,11 @@ fn main() {
                     0 => rxload(&url, "health", load_cpu, "tokio"),
                     1 => rxload(&url, "health", load_cpu, "uring"),
                     _ => {
-                        let c0 = children_cpu_s();
                         let w = wrk::run(&url, load_cpu, CONNS, DURATION);
                         Load {
                             req_per_s: w.req_per_s,
                             requests: w.requests,
-                            loader_cpu_s: children_cpu_s() - c0,
+                            loader_cpu_s: w.cpu_s,
                         }
                     }
                 };

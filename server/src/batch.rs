@@ -4,6 +4,7 @@
 //! Both engines (tokio's epoll loop in [`crate::conn`] and [`crate::uring`]) drive their
 //! connections through this one function, so they answer alike byte for byte.
 use std::ops::Range;
+use tokio::time::Instant;
 
 use crate::{
     conn::ConnConfig,
@@ -50,6 +51,24 @@ impl BodyAt {
             BodyAt::Scratch => scratch,
             BodyAt::Static(b) => b,
         }
+    }
+}
+
+/// When the request still buffered began, after a pass of answers, for the request deadline:
+/// none when nothing is `left`, restarted (`now`) when a request was `answered` and the next
+/// one's first bytes are already here, unchanged (`before`, or `now` if new) otherwise. Both
+/// engines keep their clock with it; `now` is read only when needed (most batches leave
+/// nothing behind).
+pub fn partial_since(
+    left: bool,
+    answered: bool,
+    before: Option<Instant>,
+    now: impl FnOnce() -> Instant,
+) -> Option<Instant> {
+    match (left, answered) {
+        (false, _) => None,
+        (true, false) => before.or_else(|| Some(now())),
+        (true, true) => Some(now()),
     }
 }
 

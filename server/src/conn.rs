@@ -15,7 +15,7 @@ use tokio::{
 use rxsteer_wire::http1::Limits;
 
 use crate::{
-    batch::{answer, End},
+    batch::{answer, partial_since as partial_since_of, End},
     framing::Framing,
 };
 
@@ -221,16 +221,6 @@ async fn read_bounded(
     }
 }
 
-/// When the request still buffered began: unchanged while no request completed, restarted
-/// when one did and the next one's first bytes are already here, none when the buffer is empty.
-fn partial_after(rd: &ReadBuf, consumed: usize, before: Option<Instant>) -> Option<Instant> {
-    match (rd.data().is_empty(), consumed) {
-        (true, _) => None,
-        (false, 0) => before.or_else(|| Some(Instant::now())),
-        (false, _) => Some(Instant::now()),
-    }
-}
-
 /// One connection, served until the peer closes, a timeout, or input the framing refuses
 /// closes it. Every request already buffered is answered before the one write of the batch.
 pub async fn serve<F: Framing>(
@@ -279,7 +269,12 @@ pub async fn serve<F: Framing>(
         if close {
             return Ok(());
         }
-        partial_since = partial_after(&rd, consumed, partial_since);
+        partial_since = partial_since_of(
+            !rd.data().is_empty(),
+            consumed > 0,
+            partial_since,
+            Instant::now,
+        );
     }
 }
 

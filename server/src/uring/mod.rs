@@ -28,7 +28,7 @@ use std::{
 use tokio::time::Instant;
 
 use crate::{
-    batch::{Answered, End},
+    batch::{partial_since, Answered, End},
     conn::{ConnConfig, ReadBuf},
     Served, Transport,
 };
@@ -77,8 +77,6 @@ struct Worker<'a> {
     cfg: &'a ConnConfig,
     served: &'a Served,
     tick: types::Timespec,
-    /// Connections open.
-    live: usize,
     /// When the current completion batch was reaped: the clock every timeout reads.
     now: Instant,
 }
@@ -120,7 +118,6 @@ pub fn worker(
         cfg: &cfg,
         served: &served,
         tick: types::Timespec::from(tick),
-        live: 0,
         now: Instant::now(),
     };
     w.run()
@@ -230,7 +227,6 @@ impl Worker<'_> {
         self.generations[slot] = self.generations[slot].wrapping_add(1);
         let transport = self.listeners[listener].0;
         let limit = connection::read_limit(transport, self.cfg);
-        self.live += 1;
         self.conns[slot] = Some(Box::new(Conn {
             fd,
             transport,
@@ -419,11 +415,7 @@ impl Worker<'_> {
         let close = matches!(a.end, End::Close | End::Body { close: true, .. });
         if a.end == End::Partial {
             let left = c.rd.data().len() > a.used;
-            c.partial_since = match (left, a.n) {
-                (false, _) => None,
-                (true, 0) => c.partial_since.or(Some(self.now)),
-                (true, _) => Some(self.now),
-            };
+            c.partial_since = partial_since(left, a.n > 0, c.partial_since, || self.now);
         }
         if !c.out.is_empty() || !body.is_empty() {
             c.flight = Some(flight(&c.out, body, a.used, close));
@@ -466,7 +458,6 @@ impl Worker<'_> {
         if (c.closing || c.eof) && !c.receiving && c.flight.is_none() {
             self.conns[slot] = None;
             self.free.push(slot);
-            self.live -= 1;
         }
     }
 
