@@ -204,6 +204,31 @@ impl SteerConfig {
     }
 }
 
+/// What the receive tracepoints (`rx_driver_*`) need to count where the driver received
+/// without an XDP program: the interface to count, and where `struct sk_buff` and `struct
+/// net_device` keep the fields read, as the kernel's BTF gives them at load time (byte
+/// offsets). `ifindex` 0 means "count nothing". One entry of the `DRIVER_WATCH` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverWatch {
+    pub ifindex: u32,
+    /// The inode of the interface's network namespace: an ifindex is only unique within one.
+    pub netns_inum: u32,
+    pub skb_dev: u32,
+    pub skb_len: u32,
+    pub skb_head: u32,
+    pub skb_data: u32,
+    pub skb_mac_header: u32,
+    pub dev_ifindex: u32,
+    /// `net_device.nd_net` (a `struct net *`), then `net.ns` + `ns_common.inum`.
+    pub dev_nd_net: u32,
+    pub net_ns_inum: u32,
+}
+
+/// Header bytes the receive tracepoints copy out of an skb to classify it: Ethernet, two VLAN
+/// tags, IPv6 and its extension headers up to the ports, as far as the walk looks.
+pub const DRIVER_HEADER_BYTES: usize = 128;
+
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: repr(C) structs of u64 / u32 fields and arrays, with no padding.
@@ -211,6 +236,7 @@ mod pod {
     unsafe impl aya::Pod for super::SoftirqStats {}
     unsafe impl aya::Pod for super::XdpTraceStats {}
     unsafe impl aya::Pod for super::SteerConfig {}
+    unsafe impl aya::Pod for super::DriverWatch {}
 }
 
 #[cfg(any(test, feature = "frames"))]

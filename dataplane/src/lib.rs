@@ -4,6 +4,7 @@
 //! [`Dataplane`] to load, attach (XDP, tc, tracepoints) and fill the steering maps, whose
 //! handles come back as [`Counters`]; [`sampler::Sampler`] to take samples from them; and
 //! `clsact::recover_crashed` for what a killed run left. Nothing else in rxsteer touches BPF.
+pub mod btf;
 pub mod clsact;
 pub mod cputime;
 mod loader;

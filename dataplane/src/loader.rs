@@ -3,7 +3,7 @@
 //! once its file descriptors close.
 use anyhow::{anyhow, bail, Context, Result};
 use aya::{
-    maps::{CpuMap, MapData, PerCpuArray},
+    maps::{Array, CpuMap, MapData, PerCpuArray},
     programs::{
         tc::{NlOptions, TcAttachOptions},
         LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode as AyaXdpMode,
@@ -11,8 +11,8 @@ use aya::{
     Ebpf, EbpfLoader,
 };
 use rxsteer_common::{
-    RxStats, SoftirqStats, SteerConfig, XdpTraceStats, MAX_STEER_CPUS, PORT_CLASS_ENTRIES,
-    PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
+    DriverWatch, RxStats, SoftirqStats, SteerConfig, XdpTraceStats, MAX_STEER_CPUS,
+    PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
 };
 use rxsteer_tune::cpus::format_cpu_list;
 
@@ -42,6 +42,54 @@ pub const XDP_TRACEPOINTS: [&str; 4] = [
     "xdp_redirect_err",
     "xdp_exception",
 ];
+
+/// The receive tracepoints that count where the driver received without XDP: program name,
+/// and the kernel tracepoint it attaches to (see ebpf/src/rx_driver.rs for why these).
+pub const DRIVER_TRACEPOINTS: [(&str, &str); 5] = [
+    ("rx_driver_gro", "napi_gro_receive_entry"),
+    ("rx_driver_gro_frags", "napi_gro_frags_entry"),
+    ("rx_driver_skb", "netif_receive_skb_entry"),
+    ("rx_driver_skb_list", "netif_receive_skb_list_entry"),
+    ("rx_driver_netif_rx", "netif_rx"),
+];
+
+/// Every program of the object, as the kernel names them (BPF_OBJ_NAME_LEN: 15 characters):
+/// what a check that "no rxsteer program is loaded" looks for.
+pub fn program_names() -> Vec<String> {
+    let mut all: Vec<&str> = vec![RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS];
+    all.extend(FRAGS_PROGRAMS);
+    all.extend(SOFTIRQ_TRACEPOINTS);
+    all.extend(XDP_TRACEPOINTS);
+    all.extend(DRIVER_TRACEPOINTS.iter().map(|(p, _)| *p));
+    all.iter().map(|n| n.chars().take(15).collect()).collect()
+}
+
+/// `--observer`: how to count where the driver received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObserverChoice {
+    /// The receive tracepoints, unless steering itself runs XDP (cpumap): no XDP program is
+    /// ever attached only to observe; without the tracepoints, XDP in driver mode (said).
+    Auto,
+    /// The receive tracepoints, or refuse.
+    Tracepoint,
+    /// The observe-only XDP program (cheap in driver mode on a real NIC; in skb mode the
+    /// kernel copies every GRO'd packet for it).
+    Xdp,
+    /// No BPF program at all: CPU time, softnet and kthread time from /proc only (the
+    /// baseline a comparison measures the observer against). Not with cpumap steering.
+    Off,
+}
+
+impl ObserverChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObserverChoice::Auto => "auto",
+            ObserverChoice::Tracepoint => "tracepoint",
+            ObserverChoice::Xdp => "xdp",
+            ObserverChoice::Off => "off",
+        }
+    }
+}
 
 /// Which TCP ports are which service.
 #[derive(Clone, Debug)]
@@ -298,7 +346,12 @@ impl Dataplane {
         }
         // Without the ring (an object built without aya-log) the programs simply log nothing.
         let logs = aya_log::EbpfLogger::init(&mut ebpf).ok();
-        for name in SOFTIRQ_TRACEPOINTS.iter().chain(&XDP_TRACEPOINTS) {
+        let driver = DRIVER_TRACEPOINTS.iter().map(|(p, _)| p);
+        for name in SOFTIRQ_TRACEPOINTS
+            .iter()
+            .chain(&XDP_TRACEPOINTS)
+            .chain(driver)
+        {
             raw_tp_mut(&mut ebpf, name)?
                 .load()
                 .with_context(|| format!("verifying tracepoint program {name}"))?;
@@ -375,6 +428,47 @@ impl Dataplane {
                 .map_err(|e| {
                     anyhow!("this kernel has no usable tracepoint {name} (attach failed: {e})")
                 })?;
+        }
+        Ok(())
+    }
+
+    /// Counts where the driver received on `iface` with the receive tracepoints: the skb
+    /// layout from the kernel's BTF, the interface's index, then every tracepoint. A
+    /// tracepoint this kernel lacks is an error naming it; whatever attached before it
+    /// detaches when the Dataplane drops.
+    pub fn attach_driver_tracepoints(&mut self, iface: &str) -> Result<()> {
+        let btf = crate::btf::Btf::of_kernel()?;
+        let skb = |m: &str| btf.member_offset("sk_buff", m);
+        let watch = DriverWatch {
+            ifindex: ifindex(iface)?,
+            netns_inum: netns_inum()?,
+            skb_dev: skb("dev")?,
+            skb_len: skb("len")?,
+            skb_head: skb("head")?,
+            skb_data: skb("data")?,
+            skb_mac_header: skb("mac_header")?,
+            dev_ifindex: btf.member_offset("net_device", "ifindex")?,
+            dev_nd_net: btf.member_offset("net_device", "nd_net")?,
+            net_ns_inum: btf.member_offset("net", "ns")?
+                + btf.member_offset("ns_common", "inum")?,
+        };
+        let map = self
+            .ebpf
+            .map_mut("DRIVER_WATCH")
+            .ok_or_else(|| anyhow!("map DRIVER_WATCH missing"))?;
+        Array::<_, DriverWatch>::try_from(map)?.set(0, watch, 0)?;
+        let mut attached = Vec::new();
+        for (name, tracepoint) in DRIVER_TRACEPOINTS {
+            match raw_tp_mut(&mut self.ebpf, name)?.attach(tracepoint) {
+                Ok(link) => attached.push((name, link)),
+                Err(e) => {
+                    // Nothing half-attached stays: a fallback observer must not count twice.
+                    for (name, link) in attached {
+                        raw_tp_mut(&mut self.ebpf, name)?.detach(link)?;
+                    }
+                    bail!("this kernel has no usable receive tracepoint {tracepoint} (attach failed: {e})");
+                }
+            }
         }
         Ok(())
     }
@@ -537,6 +631,26 @@ impl Counters {
     }
 }
 
+/// The inode number of this thread's network namespace (what the kernel keeps as
+/// `net->ns.inum`).
+fn netns_inum() -> Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata("/proc/thread-self/ns/net")
+        .context("reading this thread's network namespace")?
+        .ino();
+    u32::try_from(ino).context("network namespace inode above 32 bits")
+}
+
+/// The index of `iface` in this network namespace.
+fn ifindex(iface: &str) -> Result<u32> {
+    let name = std::ffi::CString::new(iface)?;
+    // SAFETY: a NUL-terminated string; the call only reads it.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => bail!("no interface {iface} in this network namespace"),
+        i => Ok(i),
+    }
+}
+
 fn xdp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp> {
     program_of(ebpf, name, "an XDP program")
 }
@@ -568,4 +682,21 @@ fn classifier_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedCla
 
 fn raw_tp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut RawTracePoint> {
     program_of(ebpf, name, "a raw tracepoint program")
+}
+
+/// rxsteer's programs loaded in the kernel now, by any process (names as the kernel keeps
+/// them): what the no-BPF arm checks is empty instead of assuming it.
+pub fn loaded_rxsteer_programs() -> Result<Vec<String>> {
+    let ours = program_names();
+    let mut found = Vec::new();
+    for info in aya::programs::loaded_programs() {
+        let info = info.context("listing the kernel's BPF programs")?;
+        if let Some(name) = info.name_as_str() {
+            if ours.iter().any(|o| o == name) {
+                found.push(name.to_string());
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
 }

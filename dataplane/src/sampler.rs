@@ -31,7 +31,8 @@ struct Snapshot {
 }
 
 pub struct Sampler {
-    counters: Counters,
+    /// None: no BPF loaded (`--observer off`); the BPF figures read as zero.
+    counters: Option<Counters>,
     /// The observed interface: its NAPI kthreads are receive work, other interfaces' are not.
     iface: String,
     cpus: Vec<u32>,
@@ -40,9 +41,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(counters: Counters, iface: &str) -> Result<Self> {
+    pub fn new(counters: Option<Counters>, iface: &str) -> Result<Self> {
         let cpus = rxsteer_tune::cpus::online_cpus()?;
-        let prev = snapshot(&counters, iface)?;
+        let prev = snapshot(counters.as_ref(), iface)?;
         Ok(Self {
             counters,
             iface: iface.to_string(),
@@ -55,23 +56,26 @@ impl Sampler {
     /// Counters since the previous call (or since `new`); the kernel's log records since
     /// then go to `log` on the way.
     pub fn sample(&mut self) -> Result<Sample> {
-        self.counters.flush_logs();
-        let now = snapshot(&self.counters, &self.iface)?;
+        if let Some(c) = self.counters.as_mut() {
+            c.flush_logs();
+        }
+        let now = snapshot(self.counters.as_ref(), &self.iface)?;
         let sample = delta(&self.prev, &now, &self.cpus, self.started);
         self.prev = now;
         Ok(sample)
     }
 }
 
-fn snapshot(c: &Counters, iface: &str) -> Result<Snapshot> {
+fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
+    let read = |f: fn(&Counters) -> Result<Vec<RxStats>>| c.map_or(Ok(vec![]), f);
     Ok(Snapshot {
         at: Instant::now(),
-        rx: c.rx()?,
-        softirq: c.softirq()?,
-        xdp: c.xdp_trace()?,
-        on_cpu: c.on_cpu()?,
-        tc_ingress: c.tc_ingress()?,
-        tc_egress: c.tc_egress()?,
+        rx: read(Counters::rx)?,
+        softirq: c.map_or(Ok(vec![]), Counters::softirq)?,
+        xdp: c.map_or(Ok(vec![]), Counters::xdp_trace)?,
+        on_cpu: read(Counters::on_cpu)?,
+        tc_ingress: read(Counters::tc_ingress)?,
+        tc_egress: read(Counters::tc_egress)?,
         softnet: procfs::softnet_stat()?,
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,

@@ -1,5 +1,6 @@
 //! rxsteer's kernel programs, split by hook: XDP (`rx_account`, `steer`), tc (`tc_account`),
-//! tracepoints (`softirq`, `xdp_trace`). Entry points with logic are thin wrappers over a
+//! tracepoints (`softirq`, `xdp_trace`, and `rx_driver`: where the driver received, without
+//! XDP). Entry points with logic are thin wrappers over a
 //! `try_*` function.
 #![no_std]
 #![no_main]
@@ -8,6 +9,7 @@ mod diag;
 mod maps;
 mod packet;
 mod rx_account;
+mod rx_driver;
 mod softirq;
 mod steer;
 mod tc_account;

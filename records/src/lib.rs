@@ -12,7 +12,7 @@ pub mod sample;
 
 pub use live::LiveLine;
 pub use load::LoadResult;
-pub use names::{LoaderIo, Mode, Phase, Proto, Scenario, ServerIo, XdpMode};
+pub use names::{LoaderIo, Mode, Observer, Phase, Proto, Scenario, ServerIo, XdpMode};
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};
 

@@ -173,6 +173,34 @@ impl XdpMode {
 }
 
 names! {
+    /// How an arm, `top` or `attach` saw where the driver received: what ran on the
+    /// interface besides the user's own set-up.
+    Observer, "observer" {
+        /// Receive tracepoints on the driver's CPU (`rx_driver_*`): no XDP program on the
+        /// interface, so nothing copies a packet.
+        Tracepoint = "tracepoint",
+        /// The observe-only XDP program (`rx_account`), or in cpumap mode the steering
+        /// program itself. In skb mode the kernel copies every GRO'd packet for it.
+        Xdp = "xdp",
+        /// No BPF program at all: /proc only (the no-BPF baseline of every comparison).
+        Off = "off",
+    }
+}
+
+impl Observer {
+    /// What it costs, in one line (live screen, report).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Observer::Tracepoint => {
+                "receive tracepoints on the driver's CPU, no XDP program on the interface"
+            }
+            Observer::Xdp => "an XDP program on the interface",
+            Observer::Off => "no BPF program: CPU time from /proc only",
+        }
+    }
+}
+
+names! {
     /// rxload's I/O engine.
     LoaderIo, "I/O engine" {
         Tokio = "tokio",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::{
     breakdown::{TimeSplit, Verdict},
-    names::{LoaderIo, Mode, Proto, Scenario, ServerIo, XdpMode},
+    names::{LoaderIo, Mode, Observer, Proto, Scenario, ServerIo, XdpMode},
     sample::TcAttached,
 };
 
@@ -209,12 +209,22 @@ pub struct Row {
     pub xdp_frags: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tc: Option<TcAttached>,
+    /// What counted where the driver received. Absent from runs before observers were named:
+    /// every arm of those carried the observe-only XDP program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<Observer>,
+    /// What the kernel showed while the load ran (read, not assumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<Attached>,
     /// None for an external load (observed, not measured here).
     pub req_per_s: Option<f64>,
     #[serde(default)]
     pub loaders: Option<u32>,
     #[serde(default)]
     pub requests: Option<u64>,
+    /// Mean latency: with the connections, what a closed loop allows (Little's law).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
     #[serde(default)]
     pub p50_us: Option<u64>,
     pub p99_us: Option<u64>,
@@ -265,6 +275,20 @@ pub struct Row {
     pub steer_fallback: u64,
 }
 
+/// What was attached while a load ran, as the kernel listed it then.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attached {
+    /// The XDP attachment `ip -d link` showed on the interface (`xdp`, `xdpgeneric`), if any.
+    pub xdp: Option<String>,
+    /// rxsteer's BPF programs loaded in the kernel (names as the kernel keeps them, 15
+    /// characters at most).
+    pub programs: Vec<String>,
+}
+
+/// The arm with no BPF program at all: untuned, CPU time from /proc only. Every comparison
+/// runs it, so the observer's own cost is measured in the same run.
+pub const NO_BPF_ARM: &str = "none-nobpf";
+
 impl Row {
     /// The row's arm name.
     pub fn arm(&self) -> &str {
@@ -284,27 +308,56 @@ pub fn imbalance(receive: &[f64]) -> f64 {
 }
 
 /// An arm's name: its steering mode, then what else the run varied (`skb`, `skb-plain`).
-pub fn split_arm(arm: &str) -> (Mode, Option<&str>) {
+/// A name whose mode is unknown is an error naming it, never a guess.
+pub fn split_arm(arm: &str) -> Result<(Mode, Option<&str>), crate::names::UnknownName> {
     let (m, rest) = match arm.split_once('-') {
         Some((m, x)) => (m, Some(x)),
         None => (arm, None),
     };
-    (m.parse().unwrap_or(Mode::Cpumap), rest)
+    Ok((m.parse()?, rest))
 }
 
-/// An arm's name as a reader sees it: "XDP cpumap (skb)".
+/// The steering mode of an arm the run itself wrote (its rows carry the mode too).
+#[cfg(test)]
+fn mode_of(arm: &str) -> Option<Mode> {
+    split_arm(arm).ok().map(|(m, _)| m)
+}
+
+/// An arm's name as a reader sees it: "XDP cpumap (skb)", "untuned (no BPF)".
 pub fn arm_label(arm: &str) -> String {
+    if arm == NO_BPF_ARM {
+        return "untuned (no BPF)".into();
+    }
     match split_arm(arm) {
-        (m, Some(x)) => format!("{} ({x})", m.label()),
-        (m, None) => m.label().to_string(),
+        Ok((m, Some(x))) => format!("{} ({x})", m.label()),
+        Ok((m, None)) => m.label().to_string(),
+        Err(_) => arm.to_string(),
     }
 }
 
-/// The untuned arm an arm's ratio is taken against (same variant).
+/// The untuned arm of the same variant (`none-skb` for `cpumap-skb`): what runs before
+/// observers were named took every ratio against.
 pub fn base_arm(arm: &str) -> String {
-    match split_arm(arm).1 {
-        Some(x) => format!("none-{x}"),
-        None => "none".into(),
+    match arm.split_once('-') {
+        Some((_, x)) if arm != NO_BPF_ARM => format!("none-{x}"),
+        _ => "none".into(),
+    }
+}
+
+/// The untuned arm an arm's ratio is taken against in `rows`: the one of its variant where
+/// the run has it (an XDP-observed untuned, as older runs and `--observer xdp` store), else
+/// plain `none`, the untuned arm that carries no XDP program.
+pub fn base_arm_in(rows: &[Row], arm: &str) -> String {
+    base_arm_where(arm, |a| rows.iter().any(|r| r.arm() == a))
+}
+
+/// [`base_arm_in`] over any list of arms: `present` says whether an arm is in it.
+pub fn base_arm_where(arm: &str, present: impl Fn(&str) -> bool) -> String {
+    let variant = base_arm(arm);
+    if present(&variant) {
+        variant
+    } else {
+        "none".into()
     }
 }
 
@@ -376,7 +429,7 @@ impl RunDoc {
     pub fn dims(&self) -> (Vec<String>, Vec<Proto>) {
         let mut variants: Vec<Option<&str>> = Vec::new();
         for r in &self.runs {
-            let v = split_arm(r.arm()).1;
+            let v = r.arm().split_once('-').map(|(_, v)| v);
             if !variants.contains(&v) {
                 variants.push(v);
             }
@@ -429,7 +482,7 @@ pub fn find<'a>(rows: &'a [Row], rep: u32, arm: &str, proto: Proto) -> Option<&'
 /// An arm's req/s over its untuned's in one repetition (same protocol and variant): the one
 /// ratio function, for the live screen and the report alike.
 pub fn ratio_in(rows: &[Row], rep: u32, arm: &str, proto: Proto) -> Option<f64> {
-    let b = find(rows, rep, &base_arm(arm), proto)?.req_per_s?;
+    let b = find(rows, rep, &base_arm_in(rows, arm), proto)?.req_per_s?;
     Some(find(rows, rep, arm, proto)?.req_per_s? / b.max(1e-9))
 }
 
@@ -472,7 +525,7 @@ mod tests {
         Row {
             rep,
             arm: Some(arm.into()),
-            mode: split_arm(arm).0,
+            mode: mode_of(arm).unwrap(),
             proto,
             req_per_s: Some(rps),
             ..Default::default()

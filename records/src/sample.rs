@@ -5,7 +5,7 @@ use rxsteer_common::{N_CLASSES, N_SOFTIRQ};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::names::{Phase, XdpMode};
+use crate::names::{Observer, Phase, XdpMode};
 
 /// One CPU's /proc/stat columns, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,7 +100,8 @@ impl ClassPackets {
 #[serde(default)]
 pub struct CpuSample {
     pub cpu: u32,
-    /// Frames seen by `rx_account` on this CPU, and their bytes.
+    /// Frames seen where the driver received them on this CPU (by the XDP program or the
+    /// receive tracepoints, as the line's observer says), and their bytes.
     pub packets: u64,
     pub bytes: u64,
     pub class_packets: ClassPackets,
@@ -200,8 +201,10 @@ pub enum TcAttached {
 /// How the programs were attached: stored with every sample line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Observed {
-    /// The XDP mode that actually ran.
-    pub xdp_mode: XdpMode,
+    /// What counted where the driver received.
+    pub observer: Observer,
+    /// The XDP mode that actually ran; None when no XDP program is on the interface.
+    pub xdp_mode: Option<XdpMode>,
     /// Whether the multi-buffer aware (frags) XDP programs ran.
     pub xdp_frags: bool,
     /// How the tc witness programs were attached, or why not.
@@ -214,6 +217,11 @@ pub struct Observed {
 pub struct SampleLine {
     #[serde(default)]
     pub iface: String,
+    /// What counted where the driver received (absent from lines before observers were
+    /// named: those all came from the XDP program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<Observer>,
+    /// The XDP mode that ran; absent when no XDP program was on the interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xdp_mode: Option<XdpMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,7 +239,8 @@ impl SampleLine {
     pub fn new(iface: &str, how: &Observed, sample: Sample) -> Self {
         Self {
             iface: iface.to_string(),
-            xdp_mode: Some(how.xdp_mode),
+            observer: Some(how.observer),
+            xdp_mode: how.xdp_mode,
             xdp_frags: Some(how.xdp_frags),
             tc: Some(how.tc.clone()),
             phase: None,
@@ -247,7 +256,8 @@ mod tests {
     #[test]
     fn a_line_keeps_its_shape_and_an_old_line_still_reads() {
         let how = Observed {
-            xdp_mode: XdpMode::Skb,
+            observer: Observer::Xdp,
+            xdp_mode: Some(XdpMode::Skb),
             xdp_frags: false,
             tc: TcAttached::Tcx,
         };

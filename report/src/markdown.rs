@@ -3,7 +3,7 @@ use anyhow::{bail, Result};
 use rxsteer_records::{
     breakdown::{TimeSplit, PARTS, SATURATED},
     run::{
-        arm_label as label, base_arm as base, find, mean_per_cpu, median, range, ratio_in,
+        arm_label as label, base_arm_in as base, find, mean_per_cpu, median, range, ratio_in,
         split_arm, CoreKind,
     },
     Mode, Proto, Row, RunDoc, XdpMode,
@@ -11,7 +11,7 @@ use rxsteer_records::{
 use std::fmt::Write;
 
 fn is_untuned(arm: &str) -> bool {
-    split_arm(arm).0 == Mode::None
+    matches!(split_arm(arm), Ok((Mode::None, _)))
 }
 
 /// Per-CPU tables name every CPU up to this many.
@@ -248,7 +248,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     xdp_section(&mut o, rows)?;
     writeln!(o, "## Throughput per repetition\n")?;
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
-    let has_base = |a: &str| arms.contains(&base(a));
+    let has_base = |a: &str| arms.contains(&base(rows, a));
     for &p in &protos {
         writeln!(o, "### {}\n", p.label())?;
         write!(o, "| repetition |")?;
@@ -576,7 +576,7 @@ fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
 /// limit; `None` when the figures are not there.
 fn paragraph(run: &RunDoc, arm: &str, proto: Proto) -> Option<String> {
     let mine = run.of(arm, proto);
-    let untuned = run.of(&base(arm), proto);
+    let untuned = run.of(&base(&run.runs, arm), proto);
     if mine.is_empty() || untuned.is_empty() {
         return None;
     }

@@ -21,7 +21,7 @@
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{
     breakdown::TimeSplit,
-    run::{arm_label, RunDoc},
+    run::{arm_label, base_arm_where, RunDoc},
     Proto, Row,
 };
 use std::{fmt::Write as _, path::Path};
@@ -208,7 +208,7 @@ pub fn check(fit: &[Costs], other: &RunDoc, rx_cpu: u32) -> Result<Vec<Check>> {
         }
         // Against its untuned in the same run: what steering moved, whatever the rate does
         // to the cost of everything alike.
-        let base = rxsteer_records::run::base_arm(&m.arm);
+        let base = base_arm_where(&m.arm, |a| measured.iter().any(|b| b.arm == a));
         let Some(mb) = measured
             .iter()
             .find(|b| b.arm == base && b.proto == m.proto)
@@ -367,7 +367,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         ask.cpus
     )?;
     for c in fit.iter().filter(|c| !c.arm.starts_with("none")) {
-        let base = rxsteer_records::run::base_arm(&c.arm);
+        let base = base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a));
         if let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) {
             let (r, l) = predict(c, ask.cpus, ask.loader);
             let (ru, lu) = predict(u, ask.cpus, ask.loader);
@@ -389,7 +389,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         100.0 / SEED_RPS_OVER_UNTUNED
     )?;
     for c in fit.iter().filter(|c| c.arm.starts_with("rps")) {
-        let base = rxsteer_records::run::base_arm(&c.arm);
+        let base = base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a));
         let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) else {
             continue;
         };
@@ -416,9 +416,10 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         .iter()
         .filter(|c| c.arm.starts_with("rps"))
         .filter_map(|c| {
-            let u = fit
-                .iter()
-                .find(|u| u.arm == rxsteer_records::run::base_arm(&c.arm) && u.proto == c.proto)?;
+            let u = fit.iter().find(|u| {
+                u.arm == base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a))
+                    && u.proto == c.proto
+            })?;
             Some(predict(c, ask.cpus, ask.loader).0 / predict(u, ask.cpus, ask.loader).0)
         })
         .any(|r| r < SEED_RPS_OVER_UNTUNED);

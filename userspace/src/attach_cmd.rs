@@ -4,8 +4,8 @@
 use anyhow::{bail, Result};
 
 use rxsteer_dataplane::{
-    sampler::Sampler, Dataplane, FragsChoice, PortConfig, SteerSets, XdpModeChoice, MAX_QSIZE,
-    RX_ACCOUNT, STEER,
+    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSets, XdpModeChoice,
+    MAX_QSIZE, RX_ACCOUNT, STEER,
 };
 
 use crate::{
@@ -15,9 +15,9 @@ use crate::{
     ports::check_disjoint,
     privilege,
     signals::stop_on_signals,
-    top::{observe, say_observed, Output, TopArgs},
+    top::{attach_observer, observe, say_observed, Output, TopArgs},
 };
-use rxsteer_records::{Mode, Observed, XdpMode};
+use rxsteer_records::{Mode, Observed, Observer, TcAttached, XdpMode};
 use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]
@@ -105,54 +105,42 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         http: o.http_ports.0.clone(),
         zap: o.zap_ports.0.clone(),
     };
-    let mut dp = Dataplane::load_with(&ports, &sets)?;
-    // Decided, and refused, before anything changes: the XDP mode and the frags programs.
-    let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
-    let frags = frags_for(args.steer, mode, o.xdp_frags, dp.use_frags(o.xdp_frags)?)?;
-    dp.attach_tracepoints()?;
+    // Decided, and refused, before anything changes: whether BPF loads at all, the XDP mode
+    // steering runs in, and the frags programs.
+    if o.observer == ObserverChoice::Off && args.steer == Mode::Cpumap {
+        bail!("--observer off: cpumap steering is itself a BPF program; use --observer auto");
+    }
+    let mut dp = match o.observer {
+        ObserverChoice::Off => None,
+        _ => Some(Dataplane::load_with(&ports, &sets)?),
+    };
+    let (steer_mode, frags) = match dp.as_mut() {
+        Some(dp) if args.steer == Mode::Cpumap => {
+            let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
+            let usable = dp.use_frags(o.xdp_frags)?;
+            (
+                Some(mode),
+                frags_for(args.steer, mode, o.xdp_frags, usable)?,
+            )
+        }
+        Some(dp) => (None, dp.use_frags(o.xdp_frags)?),
+        None => (None, false),
+    };
+    if let Some(dp) = dp.as_mut() {
+        dp.attach_tracepoints()?;
+    }
     // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
     // fails, the guard's drop reverts the tuning.
-    let (guard, program) = match args.steer {
-        Mode::Cpumap => {
-            let (g, plan) = TuneGuard::apply(Mode::Cpumap, &input)?;
-            dp.fill_cpumap(&sets, args.qsize, frags)?;
-            eprintln!(
-                "rxsteer: tuned for cpumap ({} value(s) written)",
-                plan.writes().count()
-            );
-            (Some(g), STEER)
-        }
-        Mode::Rps => {
-            let (g, plan) = TuneGuard::apply(Mode::Rps, &input)?;
-            eprintln!(
-                "rxsteer: tuned for rps ({} value(s) written)",
-                plan.writes().count()
-            );
-            (Some(g), RX_ACCOUNT)
-        }
-        Mode::None => {
-            let restored = rxsteer_tune::revert(&host::state_path()?)?;
-            if !restored.is_empty() {
-                eprintln!(
-                    "rxsteer: none: {} value(s) back to the snapshot",
-                    restored.len()
-                );
-            }
-            (None, RX_ACCOUNT)
-        }
-    };
-    let asked = match mode {
-        XdpMode::Drv => XdpModeChoice::Drv,
-        XdpMode::Skb => XdpModeChoice::Skb,
-    };
-    let xdp_mode = dp.attach_xdp(program, frags, &o.iface, asked)?;
-    let how = Observed {
-        xdp_mode,
-        xdp_frags: frags,
-        tc: dp.attach_tc(&o.iface, o.tc)?,
-    };
+    let guard = tune_for(args.steer, &input)?;
+    if let (Some(dp), Some(_)) = (dp.as_mut(), steer_mode) {
+        dp.fill_cpumap(&sets, args.qsize, frags)?;
+    }
+    let (how, program) = attach_programs(dp.as_mut(), o, steer_mode, frags)?;
     // The baseline before the line that says observing has begun (see top).
-    let sampler = Sampler::new(dp.take_counters()?, &o.iface)?;
+    let sampler = Sampler::new(
+        dp.as_mut().map(Dataplane::take_counters).transpose()?,
+        &o.iface,
+    )?;
     say_observed(
         &how,
         &o.iface,
@@ -188,6 +176,67 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         );
     }
     shown
+}
+
+/// Applies the tuning of `steer` (none: back to the snapshot) and says what it wrote.
+fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<TuneGuard>> {
+    if steer == Mode::None {
+        let restored = rxsteer_tune::revert(&host::state_path()?)?;
+        if !restored.is_empty() {
+            eprintln!(
+                "rxsteer: none: {} value(s) back to the snapshot",
+                restored.len()
+            );
+        }
+        return Ok(None);
+    }
+    let (g, plan) = TuneGuard::apply(steer, input)?;
+    eprintln!(
+        "rxsteer: tuned for {steer} ({} value(s) written)",
+        plan.writes().count()
+    );
+    Ok(Some(g))
+}
+
+/// Attaches what counts where the driver received: cpumap's steering program (`steer_mode`
+/// is its resolved XDP mode), else the observer `o` asks for; nothing without a Dataplane.
+fn attach_programs(
+    dp: Option<&mut Dataplane>,
+    o: &TopArgs,
+    steer_mode: Option<XdpMode>,
+    frags: bool,
+) -> Result<(Observed, &'static str)> {
+    let Some(dp) = dp else {
+        let tc = TcAttached::Unavailable("no BPF program (--observer off)".into());
+        let how = Observed {
+            observer: Observer::Off,
+            xdp_mode: None,
+            xdp_frags: false,
+            tc,
+        };
+        return Ok((how, RX_ACCOUNT));
+    };
+    let (observer, xdp_mode, program) = match steer_mode {
+        Some(mode) => {
+            let asked = match mode {
+                XdpMode::Drv => XdpModeChoice::Drv,
+                XdpMode::Skb => XdpModeChoice::Skb,
+            };
+            let m = dp.attach_xdp(STEER, frags, &o.iface, asked)?;
+            (Observer::Xdp, Some(m), STEER)
+        }
+        None => {
+            let (obs, m) = attach_observer(dp, &o.iface, o.observer, o.xdp_mode, frags)?;
+            (obs, m, RX_ACCOUNT)
+        }
+    };
+    let how = Observed {
+        observer,
+        xdp_mode,
+        xdp_frags: frags && xdp_mode.is_some(),
+        tc: dp.attach_tc(&o.iface, o.tc)?,
+    };
+    Ok((how, program))
 }
 
 /// Measured on Linux 6.18 (veth, generic XDP): with frags-aware programs, packets a cpumap

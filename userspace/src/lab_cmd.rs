@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rxsteer_dataplane::{Dataplane, PortConfig, XdpModeChoice, RX_ACCOUNT};
+use rxsteer_dataplane::{Dataplane, PortConfig};
 
 use crate::{
     lab::{EmbeddedLab, RoleArgs},
@@ -75,16 +75,16 @@ pub fn run(args: &LabArgs) -> Result<()> {
         .spawn(None, move || {
             let mut dp = Dataplane::load(&PortConfig::default())?;
             dp.attach_tracepoints()?;
-            dp.attach_xdp(RX_ACCOUNT, false, &dev, XdpModeChoice::Drv)?;
+            dp.attach_driver_tracepoints(&dev)?;
             let counters = dp.take_counters()?;
             Ok((dp, counters))
         })
         .join()
         .expect("attach thread")?;
     // The baseline before the load starts and the line says so.
-    let sampler = rxsteer_dataplane::sampler::Sampler::new(counters, &lab.veth.server_dev)?;
+    let sampler = rxsteer_dataplane::sampler::Sampler::new(Some(counters), &lab.veth.server_dev)?;
     eprintln!(
-        "rxsteer lab: observing {} (XDP driver mode), NAPI thread {} pinned to CPU {}; load: \
+        "rxsteer lab: observing {} (receive tracepoints, no XDP), NAPI thread {} pinned to CPU {}; load: \
          {} connections of 64-byte TCP request/response for {:?} (a built-in echo load; \
          `rxsteer compare` drives the real servers with rxload, mode by mode)",
         lab.veth.server_dev, lab.napi_pid, roles.rx_cpu, args.connections, args.duration
@@ -102,7 +102,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let output = Output {
         iface: &lab.veth.server_dev,
         how: rxsteer_records::Observed {
-            xdp_mode: rxsteer_dataplane::XdpMode::Drv,
+            observer: rxsteer_records::Observer::Tracepoint,
+            xdp_mode: None,
             xdp_frags: false,
             tc: rxsteer_dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
         },

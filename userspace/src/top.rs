@@ -1,6 +1,6 @@
 //! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
 //! either draw the live per-core view or print one JSON line per interval.
-use anyhow::Result;
+use anyhow::{bail, Result};
 use rxsteer_records::{Observed, SampleLine};
 use std::{
     io::IsTerminal,
@@ -20,9 +20,10 @@ use crate::{
     view,
 };
 use rxsteer_dataplane::{
-    sampler::Sampler, Dataplane, FragsChoice, PortConfig, TcChoice, XdpModeChoice, RX_ACCOUNT,
+    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, TcChoice, XdpModeChoice,
+    RX_ACCOUNT,
 };
-use rxsteer_records::{Sample, TcAttached, XdpMode};
+use rxsteer_records::{Observer, Sample, TcAttached, XdpMode};
 
 #[derive(clap::Args, Debug)]
 pub struct TopArgs {
@@ -38,7 +39,14 @@ pub struct TopArgs {
     /// Stop after this many intervals, at least 1 (default: until Ctrl-C or SIGTERM).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// XDP attach mode: auto tries driver mode, then skb mode, and says which ran.
+    /// How to count where the driver received. auto: the receive tracepoints on the
+    /// driver's CPU, no XDP program on the interface (cpumap steering counts with its own);
+    /// xdp: the observe-only XDP program, which in skb mode makes the kernel copy every
+    /// GRO'd packet (the cost is printed).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub observer: ObserverChoice,
+    /// XDP attach mode (of --observer xdp, and of cpumap steering): auto tries driver mode,
+    /// then skb mode, and says which ran.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpModeChoice,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them). In skb mode
@@ -65,6 +73,69 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// What the skb-mode XDP observer was last measured to cost (`cargo xtask bench observer`,
+/// stored in results/observer-cost.txt when this rxsteer was built).
+pub const SKB_OBSERVER_COST: &str = env!("RXSTEER_OBSERVER_COST");
+
+/// Attaches what counts where the driver received when steering does not count itself:
+/// the receive tracepoints, or (asked for, or when the kernel lacks the tracepoints) the
+/// observe-only XDP program. Never XDP in skb mode unless asked for by name.
+pub fn attach_observer(
+    dp: &mut Dataplane,
+    iface: &str,
+    choice: ObserverChoice,
+    xdp: XdpModeChoice,
+    frags: bool,
+) -> Result<(Observer, Option<XdpMode>)> {
+    let observe_with_xdp = |dp: &mut Dataplane, mode: XdpModeChoice| {
+        let m = dp.attach_xdp(RX_ACCOUNT, frags, iface, mode)?;
+        if m == XdpMode::Skb {
+            eprintln!(
+                "rxsteer: --observer xdp in skb mode: the kernel copies every GRO'd packet \
+                 before the program runs; last measured cost: {SKB_OBSERVER_COST}"
+            );
+        }
+        Ok::<_, anyhow::Error>((Observer::Xdp, Some(m)))
+    };
+    match choice {
+        ObserverChoice::Xdp => observe_with_xdp(dp, xdp),
+        ObserverChoice::Off => bail!("--observer off attaches nothing (see observe_only)"),
+        ObserverChoice::Tracepoint => {
+            dp.attach_driver_tracepoints(iface)?;
+            Ok((Observer::Tracepoint, None))
+        }
+        ObserverChoice::Auto => match dp.attach_driver_tracepoints(iface) {
+            Ok(()) => Ok((Observer::Tracepoint, None)),
+            Err(e) => {
+                eprintln!(
+                    "rxsteer: --observer auto: {e:#}; observing with the XDP program in \
+                     driver mode instead"
+                );
+                observe_with_xdp(dp, XdpModeChoice::Drv).map_err(|x| {
+                    x.context(
+                        "--observer auto: no receive tracepoints and no native XDP on this \
+                         interface; --observer xdp --xdp-mode skb observes at the cost of a \
+                         copy of every packet",
+                    )
+                })
+            }
+        },
+    }
+}
+
+/// How the driver side was observed, for the line that says observing has begun.
+fn observed_with(how: &Observed, program: &str) -> String {
+    match (how.observer, how.xdp_mode) {
+        (Observer::Xdp, Some(m)) => format!(
+            "{program}{} in {} mode",
+            if how.xdp_frags { " (frags)" } else { "" },
+            m.long_name()
+        ),
+        (Observer::Off, _) => "no BPF program (CPU time from /proc only)".into(),
+        _ => "the receive tracepoints (no XDP program on the interface)".into(),
+    }
+}
+
 /// Says on stderr what runs where (one line), and what is missing or what the mode means.
 pub fn say_observed(
     how: &Observed,
@@ -74,9 +145,8 @@ pub fn say_observed(
     steering: &str,
 ) {
     eprintln!(
-        "rxsteer: observing {iface} with {program}{} in {} mode{}, steering {steering}",
-        if how.xdp_frags { " (frags)" } else { "" },
-        how.xdp_mode.long_name(),
+        "rxsteer: observing {iface} with {}{}, steering {steering}",
+        observed_with(how, program),
         match &how.tc {
             TcAttached::Tcx => ", tc ingress/egress as TCX",
             TcAttached::Clsact => ", tc ingress/egress on a clsact qdisc",
@@ -86,7 +156,7 @@ pub fn say_observed(
     if let TcAttached::Unavailable(why) = &how.tc {
         eprintln!("rxsteer: {why}");
     }
-    if how.xdp_mode == XdpMode::Skb {
+    if how.xdp_mode == Some(XdpMode::Skb) {
         if asked == XdpModeChoice::Auto {
             eprintln!("rxsteer: --xdp-mode auto: {iface} has no native XDP, so skb mode");
         }
@@ -109,18 +179,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     };
     // Everything attached below is owned by `dp` and detached when it drops: on return, on
     // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
-    let mut dp = Dataplane::load(&ports)?;
-    dp.attach_tracepoints()?;
-    let frags = dp.use_frags(args.xdp_frags)?;
-    let xdp_mode = dp.attach_xdp(RX_ACCOUNT, frags, &args.iface, args.xdp_mode)?;
-    let how = Observed {
-        xdp_mode,
-        xdp_frags: frags,
-        tc: dp.attach_tc(&args.iface, args.tc)?,
-    };
-    // The baseline first, then the line that says observing has begun: whatever arrives after
-    // that line is in the first sample.
-    let sampler = Sampler::new(dp.take_counters()?, &args.iface)?;
+    let (dp, how, sampler) = observe_only(args, &ports)?;
     say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
     let output = Output {
         iface: &args.iface,
@@ -130,6 +189,37 @@ pub fn run(args: &TopArgs) -> Result<()> {
     let shown = observe(sampler, args.interval, args.count, &output, &stop);
     drop(dp);
     shown
+}
+
+/// Loads and attaches what `args.observer` says (nothing at all for `off`), and takes the
+/// sampler's baseline before the caller says observing has begun: whatever arrives after that
+/// line is in the first sample.
+pub fn observe_only(
+    args: &TopArgs,
+    ports: &PortConfig,
+) -> Result<(Option<Dataplane>, Observed, Sampler)> {
+    if args.observer == ObserverChoice::Off {
+        let how = Observed {
+            observer: Observer::Off,
+            xdp_mode: None,
+            xdp_frags: false,
+            tc: TcAttached::Unavailable("no BPF program (--observer off)".into()),
+        };
+        return Ok((None, how, Sampler::new(None, &args.iface)?));
+    }
+    let mut dp = Dataplane::load(ports)?;
+    dp.attach_tracepoints()?;
+    let frags = dp.use_frags(args.xdp_frags)?;
+    let (observer, xdp_mode) =
+        attach_observer(&mut dp, &args.iface, args.observer, args.xdp_mode, frags)?;
+    let how = Observed {
+        observer,
+        xdp_mode,
+        xdp_frags: frags && xdp_mode.is_some(),
+        tc: dp.attach_tc(&args.iface, args.tc)?,
+    };
+    let sampler = Sampler::new(Some(dp.take_counters()?), &args.iface)?;
+    Ok((Some(dp), how, sampler))
 }
 
 /// Where samples go: JSON lines on stdout or the live view.
@@ -154,7 +244,7 @@ pub fn observe(
     let shown = if output.json {
         print_json(&rx, output.iface, &output.how, count, stop)
     } else if terminal {
-        view::run(&rx, output.iface, output.how.xdp_mode, count, stop)
+        view::run(&rx, output.iface, &output.how, count, stop)
     } else {
         // From a script, cron, nohup or `ssh host rxsteer top` without -t: plain lines.
         eprintln!(

@@ -20,7 +20,7 @@ use std::{
 
 use rxsteer_records::{
     run::{core_kinds, CoreKind},
-    CpuSample, Sample, XdpMode,
+    CpuSample, Observed, Observer, Sample,
 };
 use std::collections::BTreeMap;
 
@@ -132,7 +132,7 @@ impl Drop for TerminalGuard {
 pub fn run(
     rx: &mpsc::Receiver<Sample>,
     iface: &str,
-    mode: XdpMode,
+    how: &Observed,
     count: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<()> {
@@ -152,7 +152,7 @@ pub fn run(
             history.push_back(s);
             seen += 1;
         }
-        terminal.draw(|f| draw(f, &history, &kinds, iface, mode))?;
+        terminal.draw(|f| draw(f, &history, &kinds, iface, how))?;
         if event::poll(Duration::from_millis(100))? && is_quit(&event::read()?) {
             break;
         }
@@ -167,7 +167,18 @@ pub fn is_quit(e: &Event) -> bool {
     k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
 }
 
-fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str, mode: XdpMode) {
+/// The title's observer and the line under it: what counts where the driver received, and
+/// what that (or the XDP mode steering runs in) means.
+fn observer_lines(how: &Observed) -> (String, &'static str) {
+    match how.xdp_mode {
+        Some(m) if how.observer == Observer::Xdp => {
+            (format!("observer xdp, XDP {}", m.long_name()), m.meaning())
+        }
+        _ => (format!("observer {}", how.observer), how.observer.meaning()),
+    }
+}
+
+fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str, how: &Observed) {
     let [title, meaning, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -182,13 +193,16 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str
     });
     f.render_widget(
         Line::from(vec![
-            Span::from(format!(" rxsteer top  {iface}  XDP {}", mode.long_name())).bold(),
+            Span::from(format!(" rxsteer top  {iface}  {}", observer_lines(how).0)).bold(),
             Span::from(errors).red(),
             Span::from("   q: quit").dim(),
         ]),
         title,
     );
-    f.render_widget(Line::from(format!(" {}", mode.meaning())).dim(), meaning);
+    f.render_widget(
+        Line::from(format!(" {}", observer_lines(how).1)).dim(),
+        meaning,
+    );
     match table_width(body.width) {
         Some(w) => {
             let [maps, table] =
@@ -350,6 +364,16 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
 mod tests {
     use super::*;
     use ratatui::{backend::TestBackend, Terminal};
+    use rxsteer_records::XdpMode;
+
+    fn skb_xdp() -> Observed {
+        Observed {
+            observer: Observer::Xdp,
+            xdp_mode: Some(XdpMode::Skb),
+            xdp_frags: false,
+            tc: rxsteer_records::TcAttached::Tcx,
+        }
+    }
 
     #[test]
     fn draws_every_cpu_and_the_numbers() {
@@ -368,7 +392,7 @@ mod tests {
         }
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
-        t.draw(|f| draw(f, &history, &CpuKinds::default(), "veth0", XdpMode::Skb))
+        t.draw(|f| draw(f, &history, &CpuKinds::default(), "veth0", &skb_xdp()))
             .unwrap();
         let text: String = t
             .backend()
@@ -377,7 +401,7 @@ mod tests {
             .iter()
             .map(|c| c.symbol())
             .collect();
-        assert!(text.contains("rxsteer top  veth0  XDP skb (generic)"));
+        assert!(text.contains("rxsteer top  veth0  observer xdp, XDP skb (generic)"));
         assert!(
             text.contains("after the RX core has built and GRO'd"),
             "the mode's meaning"
@@ -422,7 +446,7 @@ mod tests {
     fn screen_with(s: &Sample, kinds: &CpuKinds, w: u16, h: u16) -> Vec<String> {
         let history = VecDeque::from(vec![s.clone(); 50]);
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| draw(f, &history, kinds, "eth0", XdpMode::Skb))
+        t.draw(|f| draw(f, &history, kinds, "eth0", &skb_xdp()))
             .unwrap();
         let buf = t.backend().buffer();
         (0..h)

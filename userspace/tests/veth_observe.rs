@@ -1,5 +1,5 @@
-//! rx_account and softirq accounting on real traffic across a veth pair between two network
-//! namespaces the test creates (and removes). Needs root.
+//! rx_account, the receive tracepoints and softirq accounting on real traffic across a veth
+//! pair between two network namespaces the test creates (and removes). Needs root.
 mod common;
 
 use common::{echo_server, lab, online_cpus, tcp_exchanges, udp_burst};
@@ -25,6 +25,20 @@ fn observe(lab: &rxsteer::netns::VethLab) -> (Dataplane, Counters) {
         .join()
         .unwrap()
         .expect("attach in the server namespace")
+}
+
+/// The receive tracepoints instead of XDP, loaded and attached inside `ns` for `dev`.
+fn observe_driver(ns: &rxsteer::netns::Netns, dev: &str) -> (Dataplane, Counters) {
+    let dev = dev.to_string();
+    ns.spawn(None, move || {
+        let mut dp = Dataplane::load(&PortConfig::default())?;
+        dp.attach_driver_tracepoints(&dev)?;
+        let counters = dp.take_counters()?;
+        Ok((dp, counters))
+    })
+    .join()
+    .unwrap()
+    .expect("receive tracepoints in the server namespace")
 }
 
 /// NET_RX is machine-wide: these tests compare exact counts, so they run one at a time.
@@ -125,4 +139,131 @@ fn tcp_to_the_http_port_is_http_and_net_rx_runs_match_proc_softirqs() {
             assert!(proc > 0, "the exchange raised NET_RX on the client's CPU");
         }
     }
+}
+
+#[test]
+#[ignore = "needs root: attaches the receive tracepoints in a veth lab"]
+fn the_receive_tracepoints_count_each_datagram_on_its_cpu_with_no_xdp_attached() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab('d');
+    let (dp, counters) = observe_driver(&lab.server, &lab.server_dev);
+    assert_eq!(
+        lab.server.xdp_attached(&lab.server_dev).unwrap(),
+        None,
+        "observing adds no XDP program"
+    );
+    let rx0 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    // Without NAPI a veth receives on the sending CPU (netif_rx): each CPU's datagrams there.
+    let sent: Vec<(u32, u32)> = online_cpus()
+        .iter()
+        .take(4)
+        .map(|&c| (c, 400 + 100 * c))
+        .collect();
+    for &(cpu, n) in &sent {
+        udp_burst(&lab.client, cpu, lab.server_ip, 5000, n);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rx1 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    let per_cpu = counters.rx().unwrap();
+    for &(cpu, n) in &sent {
+        let s = &per_cpu[cpu as usize];
+        assert_eq!(
+            s.packets[rxsteer_common::Class::OtherIp.index()],
+            n as u64,
+            "CPU {cpu}"
+        );
+        // 4-byte payload + UDP + IPv4 + Ethernet, as XDP counts a frame.
+        assert_eq!(
+            s.bytes[rxsteer_common::Class::OtherIp.index()],
+            n as u64 * 46,
+            "CPU {cpu}"
+        );
+    }
+    let counted: u64 = per_cpu.iter().map(|s| s.total_packets()).sum();
+    assert_eq!(counted, rx1 - rx0, "the device's rx_packets, exactly");
+    drop(dp);
+}
+
+/// `total` bytes over one TCP connection from `client` on `cpu` to a sink in `server`.
+fn tcp_upload(lab: &rxsteer::netns::VethLab, cpu: u32, total: usize) {
+    let (ip, port) = (lab.server_ip, 8080);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = lab.server.spawn(None, move || {
+        let l = std::net::TcpListener::bind((ip, port))?;
+        tx.send(()).unwrap();
+        let (mut c, _) = l.accept()?;
+        c.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut buf = vec![0u8; 1 << 16];
+        while std::io::Read::read(&mut c, &mut buf)? > 0 {}
+        Ok(())
+    });
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("sink listening");
+    lab.client
+        .spawn(Some(cpu), move || {
+            let mut s = std::net::TcpStream::connect_timeout(
+                &std::net::SocketAddr::from((ip, port)),
+                Duration::from_secs(5),
+            )?;
+            let chunk = vec![b'u'; 1 << 16];
+            for _ in 0..total / chunk.len() {
+                std::io::Write::write_all(&mut s, &chunk)?;
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .expect("upload");
+    sink.join().unwrap().expect("sink");
+}
+
+#[test]
+#[ignore = "needs root: the embedded lab (threaded NAPI + GRO) and the receive tracepoints"]
+fn under_a_gro_upload_the_driver_side_counts_equal_rx_packets_on_the_napi_cpu() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let cpus = online_cpus();
+    let roles = rxsteer::lab::choose_roles(&cpus, &[], None, None, None).unwrap();
+    rxsteer::lab::EmbeddedLab::remove_leftovers().unwrap();
+    let lab = rxsteer::lab::EmbeddedLab::create(&roles).unwrap();
+    let v = &lab.veth;
+    let (dp, counters) = observe_driver(&v.server, &v.server_dev);
+    assert_eq!(v.server.xdp_attached(&v.server_dev).unwrap(), None);
+    let rx0 = v.server.link_stat(&v.server_dev, "rx_packets").unwrap();
+    let before = counters.rx().unwrap();
+    tcp_upload(v, *roles.loader_cpus.first().unwrap(), 64 << 20);
+    std::thread::sleep(Duration::from_millis(100));
+    let rx1 = v.server.link_stat(&v.server_dev, "rx_packets").unwrap();
+    let after = counters.rx().unwrap();
+    let per_cpu: Vec<u64> = after
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| a.total_packets() - b.total_packets())
+        .collect();
+    let counted: u64 = per_cpu.iter().sum();
+    let device = rx1 - rx0;
+    assert!(
+        device > 1000,
+        "the upload crossed the veth: {device} packets"
+    );
+    let off = counted.abs_diff(device) as f64 / device as f64;
+    assert!(
+        off <= 0.005,
+        "driver-side count {counted} vs rx_packets {device} ({:.2} % apart)",
+        off * 100.0
+    );
+    let rx_cpu = roles.rx_cpu as usize;
+    assert!(
+        per_cpu[rx_cpu] as f64 >= 0.99 * counted as f64,
+        "received by the NAPI thread on CPU {rx_cpu}: {per_cpu:?}"
+    );
+    let http: u64 = after
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| a.packets[0] - b.packets[0])
+        .sum();
+    assert!(
+        http as f64 >= 0.99 * counted as f64,
+        "classified as HTTP (port 8080): {http} of {counted}"
+    );
+    drop(dp);
 }

@@ -4,16 +4,18 @@ use std::{path::PathBuf, time::Duration};
 
 use super::load::{self, LoaderArg};
 use crate::top::parse_interval;
-use rxsteer_dataplane::{FragsChoice, XdpModeChoice};
-use rxsteer_records::{LoaderIo, Mode, Proto, Scenario, ServerIo};
+use rxsteer_dataplane::{FragsChoice, ObserverChoice, XdpModeChoice};
+use rxsteer_records::{run::NO_BPF_ARM, LoaderIo, Mode, Proto, Scenario, ServerIo};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
-/// frags-aware programs.
+/// frags-aware programs, observed as `observer` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arm {
     pub mode: Mode,
     pub xdp: XdpModeChoice,
     pub frags: FragsChoice,
+    /// `attach --observer` of the arm (cpumap counts with its own steering program).
+    pub observer: ObserverChoice,
     /// The run compares XDP modes, so the arm's name carries its XDP mode.
     pub per_xdp_mode: bool,
     /// The run compares frags-aware and plain programs, so the name says which.
@@ -25,7 +27,14 @@ impl Arm {
     /// varies besides (`cpumap`, `cpumap-skb`, `cpumap-skb-plain`). Its untuned peer has the
     /// same suffix.
     pub fn key(&self) -> String {
+        if self.observer == ObserverChoice::Off {
+            return NO_BPF_ARM.to_string();
+        }
         let mut k = self.mode.as_str().to_string();
+        // Without an XDP program the XDP mode and frags choice change nothing in the arm.
+        if !self.runs_xdp() {
+            return k;
+        }
         if self.per_xdp_mode {
             k = format!("{k}-{}", self.xdp.as_str());
         }
@@ -36,6 +45,24 @@ impl Arm {
             });
         }
         k
+    }
+
+    /// Whether an XDP program is on the interface in this arm: cpumap steers with one; the
+    /// other modes only with `--observer xdp`.
+    pub fn runs_xdp(&self) -> bool {
+        self.mode == Mode::Cpumap || self.observer == ObserverChoice::Xdp
+    }
+
+    /// The untuned arm with no BPF at all, which every comparison runs.
+    pub fn no_bpf() -> Self {
+        Self {
+            mode: Mode::None,
+            xdp: XdpModeChoice::Auto,
+            frags: FragsChoice::Auto,
+            observer: ObserverChoice::Off,
+            per_xdp_mode: false,
+            per_frags: false,
+        }
     }
 }
 
@@ -104,6 +131,13 @@ pub struct CompareArgs {
     /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpArg,
+    /// How the untuned and RPS arms count where the driver received: auto and tracepoint use
+    /// the receive tracepoints (no XDP program on the interface, as the user runs those
+    /// set-ups); xdp attaches the observe-only XDP program in each arm's XDP mode, which in
+    /// skb mode costs a copy of every packet. cpumap always counts with its own program. Every
+    /// run also measures untuned with no BPF at all, so the observer's cost is in the report.
+    #[arg(long, value_enum, default_value = "auto", value_parser = observer_arg)]
+    pub observer: ObserverChoice,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them); both runs every
     /// arm with and without them.
     #[arg(long, value_enum, default_value = "auto")]
@@ -162,6 +196,18 @@ pub struct CompareArgs {
     pub target_ip: Option<std::net::Ipv4Addr>,
     #[command(flatten)]
     pub roles: crate::lab::RoleArgs,
+}
+
+/// `--observer` of a comparison: `off` is what the no-BPF arm runs, not a choice for all.
+fn observer_arg(s: &str) -> Result<ObserverChoice, String> {
+    match s {
+        "auto" => Ok(ObserverChoice::Auto),
+        "tracepoint" => Ok(ObserverChoice::Tracepoint),
+        "xdp" => Ok(ObserverChoice::Xdp),
+        _ => Err(format!(
+            "{s:?} is not an observer: expected auto, tracepoint or xdp"
+        )),
+    }
 }
 
 /// Requests per second for --rate: 1 to 10 million.
@@ -224,24 +270,31 @@ impl CompareArgs {
         }
     }
 
-    /// Every arm: each steering mode in each XDP mode, with each frags choice.
+    /// Every arm: each steering mode in each XDP mode, with each frags choice, where that
+    /// changes the arm (without an XDP program it does not, so untuned and RPS run once), and
+    /// last the untuned arm with no BPF at all.
     pub fn arms(&self) -> Vec<Arm> {
         let (xdp, frags) = (self.xdp_modes(), self.frags());
         let (per_xdp_mode, per_frags) = (xdp.len() > 1, frags.len() > 1);
-        let mut arms = Vec::new();
+        let mut arms: Vec<Arm> = Vec::new();
         for &x in &xdp {
             for &f in &frags {
                 for mode in self.modes() {
-                    arms.push(Arm {
+                    let arm = Arm {
                         mode,
                         xdp: x,
                         frags: f,
+                        observer: self.observer,
                         per_xdp_mode,
                         per_frags,
-                    });
+                    };
+                    if !arms.iter().any(|a| a.key() == arm.key()) {
+                        arms.push(arm);
+                    }
                 }
             }
         }
+        arms.push(Arm::no_bpf());
         arms
     }
 
@@ -283,14 +336,32 @@ mod tests {
             .c
         };
         let keys = |c: &CompareArgs| c.arms().iter().map(Arm::key).collect::<Vec<_>>();
-        assert_eq!(keys(&parse(&[])), ["none", "rps", "cpumap"]);
+        assert_eq!(keys(&parse(&[])), ["none", "rps", "cpumap", NO_BPF_ARM]);
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--steer", "cpumap"])),
-            ["cpumap-drv", "cpumap-skb"]
+            ["cpumap-drv", "cpumap-skb", NO_BPF_ARM]
         );
+        // Untuned and RPS carry no XDP program, so they run once whatever the XDP modes.
         let both = parse(&["--xdp-mode", "both"]);
-        assert_eq!(both.arms().len(), 6);
+        assert_eq!(
+            keys(&both),
+            ["none", "rps", "cpumap-drv", "cpumap-skb", NO_BPF_ARM]
+        );
         assert_eq!(both.arms()[3].xdp, XdpModeChoice::Skb);
+        assert!(!both.arms()[1].runs_xdp() && both.arms()[2].runs_xdp());
+        // With the XDP observer they are arms of each XDP mode again, as in older runs.
+        assert_eq!(
+            keys(&parse(&["--xdp-mode", "both", "--observer", "xdp"])),
+            [
+                "none-drv",
+                "rps-drv",
+                "cpumap-drv",
+                "none-skb",
+                "rps-skb",
+                "cpumap-skb",
+                NO_BPF_ARM
+            ]
+        );
         assert_eq!(
             keys(&parse(&[
                 "--xdp-mode",
@@ -298,10 +369,14 @@ mod tests {
                 "--xdp-frags",
                 "both",
                 "--steer",
-                "rps"
+                "rps",
+                "--observer",
+                "xdp"
             ])),
-            ["rps-frags", "rps-plain"]
+            ["rps-frags", "rps-plain", NO_BPF_ARM]
         );
+        let off = <Cli as clap::Parser>::try_parse_from(["compare", "--observer", "off"]);
+        assert!(off.is_err());
     }
 
     #[test]

@@ -130,7 +130,8 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
             .zip(f.time.iter().copied())
             .collect::<Vec<_>>(),
     );
-    let tc_ran = tc == Some(TcAttached::Tcx);
+    // The witnesses' counts are kept however tc was attached (TCX, or our clsact qdisc).
+    let tc_ran = matches!(tc, Some(TcAttached::Tcx | TcAttached::Clsact));
     let q = load.map(|l| l.latency_us.quantiles);
     Row {
         rep,
@@ -138,7 +139,10 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         mode: arm.mode,
         proto,
         xdp_mode: first.and_then(|l| l.xdp_mode),
-        xdp_mode_asked: Some(arm.xdp.as_str().to_string()),
+        xdp_mode_asked: arm.runs_xdp().then(|| arm.xdp.as_str().to_string()),
+        observer: first.and_then(|l| l.observer),
+        attached: None,
+        mean_us: load.map(|l| l.latency_us.mean),
         xdp_frags: first.and_then(|l| l.xdp_frags),
         tc,
         req_per_s: load.map(|l| l.req_per_s),
@@ -303,6 +307,7 @@ mod tests {
             mode: rxsteer_records::Mode::Cpumap,
             xdp: rxsteer_dataplane::XdpModeChoice::Skb,
             frags: rxsteer_dataplane::FragsChoice::Auto,
+            observer: rxsteer_dataplane::ObserverChoice::Auto,
             per_xdp_mode: true,
             per_frags: false,
         };

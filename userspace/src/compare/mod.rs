@@ -14,6 +14,7 @@ mod session;
 mod sites;
 mod ssh;
 mod watch;
+mod witness;
 
 pub use args::{Arm, CompareArgs, ProtoArg, SteerArg, XdpArg};
 pub use sites::Site;
@@ -132,6 +133,8 @@ fn measure(
                 screen.begin(label(proto));
                 let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
                 let session = ModeSession::start(site, arm, proto, args.interval, args.server_io)?;
+                let attached = witness::read(site)?;
+                witness::check(&arm, &site.server_dev, &attached)?;
                 let spec = LoadSpec {
                     proto,
                     scenario: args.scenario,
@@ -192,7 +195,8 @@ fn measure(
                 let load = loader.collect(&spec, &mut children)?;
                 session.stop()?;
                 figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
-                let row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
+                let mut row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
+                row.attached = Some(attached);
                 let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
                 rows.push(row);
                 screen.on_done(Done {

@@ -51,6 +51,8 @@ impl ModeSession {
             arm.frags.as_str().into(),
             "--interval".into(),
             format!("{}ms", interval.as_millis()),
+            "--observer".into(),
+            arm.observer.as_str().into(),
         ];
         match mode {
             Mode::Cpumap => args.extend([
