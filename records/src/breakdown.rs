@@ -186,7 +186,83 @@ pub struct Verdict {
 /// Busy share at which a CPU counts as saturated.
 pub const SATURATED: f64 = 0.9;
 
-pub fn verdict(cpus: &[(u32, TimeSplit)]) -> Option<Verdict> {
+/// What the load itself says of its limit when no CPU is saturated: a closed loop of
+/// `connections` can serve at most connections / mean latency (Little's law); an open loop
+/// serves what it is offered.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LoadShape {
+    pub connections: u32,
+    pub mean_us: Option<f64>,
+    pub req_per_s: Option<f64>,
+    /// Open loop: the offered rate (requests per second).
+    pub rate: Option<f64>,
+}
+
+/// A closed loop's req/s within this share of connections / mean latency is latency-bound.
+const LITTLE_SLACK: f64 = 0.2;
+
+/// "91k" / "950": a request rate for a sentence.
+fn rate_text(r: f64) -> String {
+    if r >= 10_000.0 {
+        format!("{:.0}k", r / 1000.0)
+    } else {
+        format!("{r:.0}")
+    }
+}
+
+impl LoadShape {
+    /// The limit and its sentence, when no CPU was saturated.
+    fn limit(&self) -> (String, String) {
+        let served = self.req_per_s.unwrap_or(0.0);
+        if let Some(rate) = self.rate {
+            return if served >= 0.95 * rate {
+                (
+                    "offered-load-bound".into(),
+                    format!(
+                        "offered-load-bound: the open loop asked for {} req/s and got {}; \
+                         raise --rate to find the limit",
+                        rate_text(rate),
+                        rate_text(served)
+                    ),
+                )
+            } else {
+                (
+                    "wait-bound".into(),
+                    format!(
+                        "wait-bound: {} of the {} req/s offered were served with no CPU \
+                         saturated: the server's own wait or the network held them back",
+                        rate_text(served),
+                        rate_text(rate)
+                    ),
+                )
+            };
+        }
+        match self.mean_us.filter(|m| *m > 0.0 && self.connections > 0) {
+            Some(mean) => {
+                let allowed = self.connections as f64 / (mean / 1e6);
+                let bound = if (served - allowed).abs() <= LITTLE_SLACK * allowed {
+                    "latency-bound"
+                } else {
+                    "wait-bound"
+                };
+                (
+                    bound.into(),
+                    format!(
+                        "{bound}: {} connections x {:.2} ms mean latency allow {} req/s \
+                         (Little's law; served {}); raise -c or use --rate",
+                        self.connections,
+                        mean / 1000.0,
+                        rate_text(allowed),
+                        rate_text(served)
+                    ),
+                )
+            }
+            None => ("not CPU-bound".into(), "not CPU-bound".into()),
+        }
+    }
+}
+
+pub fn verdict(cpus: &[(u32, TimeSplit)], load: &LoadShape) -> Option<Verdict> {
     let busiest = cpus
         .iter()
         .filter(|(_, t)| t.total() > 0.0)
@@ -227,17 +303,18 @@ pub fn verdict(cpus: &[(u32, TimeSplit)]) -> Option<Verdict> {
         }
     }
     bounds.dedup();
-    let bound = if share(&busiest.1) < SATURATED {
-        "not CPU-bound".to_string()
+    let (bound, said) = if share(&busiest.1) < SATURATED {
+        load.limit()
     } else {
-        bounds
+        let b = bounds
             .iter()
             .map(|b| format!("{b}-bound"))
             .collect::<Vec<_>>()
-            .join(" and ")
+            .join(" and ");
+        (b.clone(), b)
     };
     let text = format!(
-        "{} → {bound}; {idle_cpus:.2} CPU(s) of idle capacity left",
+        "{} → {said}; {idle_cpus:.2} CPU(s) of idle capacity left",
         sentences.join("; ")
     );
     Some(Verdict {
@@ -350,10 +427,14 @@ mod tests {
     #[test]
     fn verdicts_on_crafted_cpus() {
         // CPU 0: 980 busy, 700 of it receive; CPU 1 half idle.
-        let v = verdict(&[
-            (0, split(280.0, 500.0, 200.0, 20.0)),
-            (1, split(500.0, 0.0, 0.0, 500.0)),
-        ])
+        let closed = LoadShape::default();
+        let v = verdict(
+            &[
+                (0, split(280.0, 500.0, 200.0, 20.0)),
+                (1, split(500.0, 0.0, 0.0, 500.0)),
+            ],
+            &closed,
+        )
         .unwrap();
         assert_eq!(v.bound, "receive-bound");
         assert_eq!(v.cpus, vec![0]);
@@ -365,24 +446,117 @@ mod tests {
             v.text
         );
         // Server-bound: 580 server, 300 kthread.
-        let v = verdict(&[
-            (1, split(580.0, 0.0, 300.0, 10.0)),
-            (0, split(100.0, 0.0, 0.0, 900.0)),
-        ])
+        let v = verdict(
+            &[
+                (1, split(580.0, 0.0, 300.0, 10.0)),
+                (0, split(100.0, 0.0, 0.0, 900.0)),
+            ],
+            &closed,
+        )
         .unwrap();
         assert_eq!(v.bound, "server-bound");
         assert!(v.text.contains("→ server-bound"), "{}", v.text);
         // Two saturated CPUs with different limits.
-        let v = verdict(&[
-            (0, split(0.0, 950.0, 0.0, 50.0)),
-            (1, split(990.0, 0.0, 0.0, 10.0)),
-        ])
+        let v = verdict(
+            &[
+                (0, split(0.0, 950.0, 0.0, 50.0)),
+                (1, split(990.0, 0.0, 0.0, 10.0)),
+            ],
+            &closed,
+        )
         .unwrap();
         assert_eq!(v.bound, "receive-bound and server-bound");
         assert_eq!(v.cpus, vec![0, 1]);
-        // Nothing saturated.
-        let v = verdict(&[(0, split(300.0, 100.0, 0.0, 600.0))]).unwrap();
+        // Nothing saturated, and nothing said of the load.
+        let v = verdict(&[(0, split(300.0, 100.0, 0.0, 600.0))], &closed).unwrap();
         assert_eq!(v.bound, "not CPU-bound");
-        assert!(verdict(&[]).is_none());
+        assert!(verdict(&[], &closed).is_none());
+    }
+
+    #[test]
+    fn a_load_with_no_cpu_saturated_names_its_own_limit() {
+        let quiet = [
+            (0, split(300.0, 100.0, 0.0, 600.0)),
+            (1, split(200.0, 0.0, 0.0, 800.0)),
+        ];
+        // 32 connections at 0.35 ms mean: at most 91k req/s, and 90k were served.
+        let closed = LoadShape {
+            connections: 32,
+            mean_us: Some(350.0),
+            req_per_s: Some(90_000.0),
+            rate: None,
+        };
+        let v = verdict(&quiet, &closed).unwrap();
+        assert_eq!(v.bound, "latency-bound");
+        assert!(
+            v.text.contains(
+                "→ latency-bound: 32 connections x 0.35 ms mean latency allow 91k req/s \
+                 (Little's law; served 90k); raise -c or use --rate; 1.40 CPU(s)"
+            ),
+            "{}",
+            v.text
+        );
+        // Served far below what the latency allows: something waited besides the requests.
+        let v = verdict(
+            &quiet,
+            &LoadShape {
+                req_per_s: Some(20_000.0),
+                ..closed
+            },
+        )
+        .unwrap();
+        assert_eq!(v.bound, "wait-bound");
+        // An open loop that got what it asked for, and one that did not.
+        let open = LoadShape {
+            rate: Some(5000.0),
+            req_per_s: Some(4990.0),
+            ..closed
+        };
+        let v = verdict(&quiet, &open).unwrap();
+        assert_eq!(v.bound, "offered-load-bound");
+        assert!(
+            v.text.contains("asked for 5000 req/s and got 4990"),
+            "{}",
+            v.text
+        );
+        let v = verdict(
+            &quiet,
+            &LoadShape {
+                req_per_s: Some(3000.0),
+                ..open
+            },
+        )
+        .unwrap();
+        assert!(
+            v.text
+                .contains("wait-bound: 3000 of the 5000 req/s offered"),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn a_saturated_loader_is_loader_bound() {
+        let loader = TimeSplit {
+            loader: 700.0,
+            net_rx: 150.0,
+            idle: 20.0,
+            server: 130.0,
+            ..Default::default()
+        };
+        let v = verdict(
+            &[(0, loader), (1, split(400.0, 0.0, 0.0, 600.0))],
+            &LoadShape::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v.bound.as_str(), v.cpus.as_slice()),
+            ("loader-bound", &[0][..])
+        );
+        assert!(
+            v.text.contains("CPU 0: 98 % busy, 71 % loader"),
+            "{}",
+            v.text
+        );
     }
 }

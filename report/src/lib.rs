@@ -37,13 +37,23 @@ fn heatmap_cells(dir: &Path, arm: &str, doc: &RunDoc) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Reads `DIR/run.json`.
+/// What the last stored `cargo xtask bench observer` measured the XDP observer to cost, in
+/// one line with its results/ path (see build.rs).
+pub const OBSERVER_COST: &str = env!("RXSTEER_OBSERVER_COST");
+
+/// Reads `DIR/run.json`. An arm whose steering mode is unknown is an error naming the file
+/// and the field, never a guess.
 pub fn read(dir: &Path) -> Result<RunDoc> {
     let path = dir.join("run.json");
-    serde_json::from_slice(
+    let doc: RunDoc = serde_json::from_slice(
         &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
     )
-    .with_context(|| format!("{} is not a comparison's run.json", path.display()))
+    .with_context(|| format!("{} is not a comparison's run.json", path.display()))?;
+    for (i, r) in doc.runs.iter().enumerate() {
+        rxsteer_records::run::split_arm(r.arm())
+            .with_context(|| format!("{}: runs[{i}].arm", path.display()))?;
+    }
+    Ok(doc)
 }
 
 /// Renders `DIR/report.md` and its SVGs from `DIR/run.json` and the samples.

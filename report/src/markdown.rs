@@ -4,9 +4,9 @@ use rxsteer_records::{
     breakdown::{TimeSplit, PARTS, SATURATED},
     run::{
         arm_label as label, base_arm_in as base, find, mean_per_cpu, median, range, ratio_in,
-        split_arm, CoreKind,
+        split_arm, CoreKind, NO_BPF_ARM,
     },
-    Mode, Proto, Row, RunDoc, XdpMode,
+    Mode, Observer, Proto, Row, RunDoc, XdpMode,
 };
 use std::fmt::Write;
 
@@ -118,7 +118,7 @@ pub fn summary(run: &RunDoc) -> Result<String> {
     if arms.iter().any(|a| is_untuned(a)) && arms.len() > 1 {
         writeln!(
             o,
-            "(ratios to untuned, same repetition, protocol and variant)"
+            "(ratios to untuned, same repetition and protocol; untuned carries no XDP program unless the run says so)"
         )?;
     }
     Ok(o)
@@ -246,6 +246,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
         )?;
     }
     xdp_section(&mut o, rows)?;
+    observer_section(&mut o, run, &arms, &protos)?;
     writeln!(o, "## Throughput per repetition\n")?;
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
     let has_base = |a: &str| arms.contains(&base(rows, a));
@@ -338,7 +339,9 @@ pub fn render(run: &RunDoc) -> Result<String> {
         "|---|---|{}---|---|---|---|---|---|",
         "---|".repeat(columns.len())
     )?;
-    for a in &arms {
+    // The no-BPF arm counted nothing per CPU: it has req/s and /proc time only.
+    let counted: Vec<String> = arms.iter().filter(|a| *a != NO_BPF_ARM).cloned().collect();
+    for a in &counted {
         for &p in &protos {
             let mine = run.of(a, p);
             let total = |f: fn(&Row) -> u64| mine.iter().map(|r| f(r)).sum::<u64>();
@@ -363,18 +366,89 @@ pub fn render(run: &RunDoc) -> Result<String> {
         }
     }
     writeln!(o)?;
-    for a in &arms {
+    for a in &counted {
         writeln!(
             o,
             "![{} receive work per CPU over time](heatmap-{a}.svg)",
             label(a)
         )?;
     }
-    witness_section(&mut o, run, &arms, &protos, cpus)?;
+    witness_section(&mut o, run, &counted, &protos, cpus)?;
     time_section(&mut o, run, &arms)?;
     verdict_section(&mut o, run, &arms, &protos)?;
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
+}
+
+/// How each arm was observed, and what observing cost in this same run: every untuned arm
+/// with an observer against the untuned arm with no BPF at all, repetition by repetition.
+/// Runs before observers were named carried the XDP program in their untuned and RPS arms:
+/// said, with what that is known to cost.
+fn observer_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+    let rows = &run.runs;
+    if rows.iter().all(|r| r.observer.is_none()) {
+        writeln!(
+            o,
+            "> **The untuned and RPS arms here carried rxsteer's observe-only XDP program** (in each arm's XDP mode): this run predates the observer choice. The user's own untuned and RPS set-ups carry no XDP program, and in skb mode the kernel copies every GRO'd packet for one, so these arms' req/s are low by the observer's cost and ratios to untuned read high. Known cost: {}. Newer runs observe those arms with receive tracepoints and measure the cost in the same run.\n",
+            crate::OBSERVER_COST
+        )?;
+        return Ok(());
+    }
+    writeln!(o, "## The observer and what it cost\n")?;
+    for a in arms {
+        let Some(r) = rows.iter().find(|r| r.arm() == a) else {
+            continue;
+        };
+        let how = match (r.observer, r.xdp_mode) {
+            (Some(Observer::Xdp), Some(m)) if is_untuned(a) || a.starts_with("rps") => {
+                format!("the observe-only XDP program in {} mode", m.long_name())
+            }
+            (Some(Observer::Xdp), Some(m)) => {
+                format!("its own steering program ({} mode)", m.long_name())
+            }
+            (Some(obs), _) => obs.meaning().to_string(),
+            (None, _) => "not recorded".to_string(),
+        };
+        let seen = r.attached.as_ref().map_or(String::new(), |w| {
+            format!(
+                "; the kernel showed {} on the interface",
+                w.xdp.as_deref().unwrap_or("no XDP program")
+            )
+        });
+        writeln!(o, "- {}: {how}{seen}.", label(a))?;
+    }
+    writeln!(o)?;
+    for &p in protos {
+        for a in arms
+            .iter()
+            .filter(|a| is_untuned(a) && a.as_str() != NO_BPF_ARM)
+        {
+            let v: Vec<f64> = (0..run.reps())
+                .filter_map(|rep| {
+                    let with = find(rows, rep, a, p)?.req_per_s?;
+                    Some(with / find(rows, rep, NO_BPF_ARM, p)?.req_per_s?.max(1e-9))
+                })
+                .collect();
+            if v.is_empty() {
+                continue;
+            }
+            let (lo, hi) = range(&v);
+            writeln!(
+                o,
+                "- **Observer cost, {}:** {} served {:.2}x ({lo:.2}-{hi:.2}) the req/s of untuned with no BPF, median of {} repetitions ({:+.1} %).",
+                p.label(),
+                label(a),
+                median(&v),
+                v.len(),
+                (median(&v) - 1.0) * 100.0
+            )?;
+        }
+    }
+    writeln!(
+        o,
+        "\nEvery arm's ratio is taken against the untuned arm that carries no XDP program.\n"
+    )?;
+    Ok(())
 }
 
 /// Which XDP modes ran, what each means for cpumap, and whether the frags programs ran.

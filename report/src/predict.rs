@@ -21,7 +21,7 @@
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{
     breakdown::TimeSplit,
-    run::{arm_label, base_arm_where, RunDoc},
+    run::{arm_label, base_arm_where, RunDoc, NO_BPF_ARM},
     Proto, Row,
 };
 use std::{fmt::Write as _, path::Path};
@@ -95,7 +95,8 @@ fn work(t: &TimeSplit) -> f64 {
 pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
     let (arms, protos) = doc.dims();
     let mut out = Vec::new();
-    for a in &arms {
+    // The no-BPF arm has no softirq accounting: its receive work cannot be split out.
+    for a in arms.iter().filter(|a| a.as_str() != NO_BPF_ARM) {
         for &p in &protos {
             let rows: Vec<&Row> = doc
                 .of(a, p)
@@ -276,6 +277,38 @@ pub fn run(ask: &Ask) -> Result<()> {
     Ok(())
 }
 
+/// Which observer the fitted run's untuned and RPS arms carried: their costs per request
+/// include it.
+fn fitted_observer(doc: &RunDoc) -> String {
+    let plain = doc
+        .runs
+        .iter()
+        .filter(|r| r.mode != rxsteer_records::Mode::Cpumap && r.arm() != NO_BPF_ARM);
+    let mut seen: Vec<String> = Vec::new();
+    for r in plain {
+        let s = match (r.observer, r.xdp_mode) {
+            (None, m) => format!(
+                "the observe-only XDP program{} (the run predates the observer choice, so its untuned and RPS costs include it; known cost: {})",
+                m.map_or(String::new(), |m| format!(" in {} mode", m.long_name())),
+                crate::OBSERVER_COST
+            ),
+            (Some(rxsteer_records::Observer::Xdp), m) => format!(
+                "the observe-only XDP program{} in its untuned and RPS arms",
+                m.map_or(String::new(), |m| format!(" in {} mode", m.long_name()))
+            ),
+            (Some(obs), _) => format!("{obs} ({}) in its untuned and RPS arms", obs.meaning()),
+        };
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    if seen.is_empty() {
+        "cpumap arms only (each counted with its steering program)".into()
+    } else {
+        seen.join("; ")
+    }
+}
+
 fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String> {
     let mut o = String::new();
     writeln!(
@@ -290,6 +323,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
             LoaderPlace::Local => "local (sharing the CPUs)",
         }
     )?;
+    writeln!(o, "Observer of the fitted run: {}.\n", fitted_observer(doc))?;
     writeln!(o, "## Cost per request and stage, measured (us of CPU)\n")?;
     writeln!(o, "| arm | protocol | measured req/s | RX core | steered receive | server | loader | other softirq + irq |")?;
     writeln!(o, "|---|---|---|---|---|---|---|---|")?;

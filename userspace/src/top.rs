@@ -281,7 +281,7 @@ fn spawn_sampler(
     })
 }
 
-/// One plain line per interval: per CPU, XDP and stack packets/s, NET_RX and kthread share,
+/// One plain line per interval: per CPU, driver-side (rx) and stack packets/s, NET_RX and kthread share,
 /// busy share.
 fn print_text(rx: &mpsc::Receiver<Sample>, count: Option<u64>, stop: &AtomicBool) -> Result<()> {
     use std::io::Write;
@@ -323,7 +323,7 @@ fn text_line(s: &Sample) -> String {
         .map(|&i| &s.cpus[i])
         .map(|c| {
             format!(
-                "cpu{} xdp {:.0}/s stack {:.0}/s NET_RX {:.1}% kthr {:.1}% busy {:.0}%",
+                "cpu{} rx {:.0}/s stack {:.0}/s NET_RX {:.1}% kthr {:.1}% busy {:.0}%",
                 c.cpu,
                 per_s(c.packets),
                 per_s(c.stack_packets),
@@ -387,7 +387,7 @@ mod tests {
         };
         assert_eq!(
             text_line(&s),
-            "t    1.5s  cpu3 xdp 100/s stack 50/s NET_RX 10.0% kthr 0.0% busy 0%"
+            "t    1.5s  cpu3 rx 100/s stack 50/s NET_RX 10.0% kthr 0.0% busy 0%"
         );
     }
 

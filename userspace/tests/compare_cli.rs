@@ -49,9 +49,22 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             ("rps", "http"),
             ("rps", "zap"),
             ("cpumap", "http"),
-            ("cpumap", "zap")
+            ("cpumap", "zap"),
+            ("none", "http"),
+            ("none", "zap")
         ]
     );
+    // The last two are untuned with no BPF at all, the baseline of the observer's cost: the
+    // kernel showed none of rxsteer's programs while they ran.
+    let (rows, no_bpf) = rows.split_at(6);
+    for r in no_bpf {
+        assert_eq!(
+            (&r["arm"], &r["observer"]),
+            (&"none-nobpf".into(), &"off".into())
+        );
+        assert_eq!(r["attached"]["programs"], serde_json::json!([]), "{r}");
+        assert!(r["req_per_s"].as_f64().unwrap() > 100.0, "{r}");
+    }
     let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
     let lab = &run["setup"]["lab"];
     assert_eq!(
@@ -66,7 +79,18 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
     for r in rows {
         assert!(r["req_per_s"].as_f64().unwrap() > 100.0, "{r}");
         assert_eq!(r["error_total"], 0, "{r}");
-        assert_eq!(r["xdp_mode"], "drv", "{r}");
+        // Untuned and RPS carry no XDP program (the kernel was asked); cpumap steers with one.
+        if r["mode"] == "cpumap" {
+            assert_eq!(r["xdp_mode"], "drv", "{r}");
+            assert_eq!(r["attached"]["xdp"], "xdp", "{r}");
+        } else {
+            assert_eq!(
+                (&r["observer"], &r["attached"]["xdp"]),
+                (&"tracepoint".into(), &Value::Null),
+                "{r}"
+            );
+            assert!(r.get("xdp_mode").is_none_or(Value::is_null), "{r}");
+        }
         assert_eq!(r["tc"], "tcx", "{r}");
         assert!(r["measured_s"].as_f64().unwrap() > 0.4, "{r}");
         // Every CPU's time adds up to its wall time, 1000 ms/s (each of the 8 parts rounded
@@ -150,6 +174,11 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(
         report.contains("### ZAP") && report.contains("| XDP cpumap | HTTP/1.1 |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("## The observer and what it cost")
+            && report.contains("**Observer cost, ZAP:** untuned served"),
         "{report}"
     );
     assert!(run["environment"]["before"]["loadavg"].is_array());
@@ -336,17 +365,20 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let rows = run["runs"].as_array().unwrap();
     let got: Vec<(&str, &str)> = rows
         .iter()
-        .map(|r| (r["arm"].as_str().unwrap(), r["xdp_mode"].as_str().unwrap()))
+        .map(|r| {
+            let mode = r["xdp_mode"].as_str().unwrap_or("-");
+            (r["arm"].as_str().unwrap(), mode)
+        })
         .collect();
+    // Untuned and RPS carry no XDP program, so they run once; cpumap runs in each XDP mode.
     assert_eq!(
         got,
         [
-            ("none-drv", "drv"),
-            ("rps-drv", "drv"),
+            ("none", "-"),
+            ("rps", "-"),
             ("cpumap-drv", "drv"),
-            ("none-skb", "skb"),
-            ("rps-skb", "skb"),
-            ("cpumap-skb", "skb")
+            ("cpumap-skb", "skb"),
+            ("none-nobpf", "-")
         ]
     );
     let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
@@ -374,8 +406,9 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     }
     for f in [
         "heatmap-cpumap-skb.svg",
-        "time-rps-skb.svg",
-        "rxload-none-skb-http-rep0.json",
+        "time-rps.svg",
+        "rxload-none-http-rep0.json",
+        "rxload-none-nobpf-http-rep0.json",
     ] {
         assert!(out_dir.join(f).is_file(), "{f} stored");
     }
@@ -383,6 +416,7 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     for needle in [
         "| XDP cpumap (skb) / untuned |",
         "**skb (generic)**",
+        "**Observer cost, HTTP/1.1:** untuned served",
         "runs after the RX core has built and GRO'd each packet",
         "## What limited each load",
         "**XDP cpumap (skb) over HTTP/1.1.**",

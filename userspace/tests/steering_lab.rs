@@ -261,7 +261,13 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
         ],
     );
     assert!(said.contains("steering rps"), "{said}");
+    assert!(said.contains("with the receive tracepoints"), "{said}");
     assert_ne!(rps_cpus(&lab).trim(), "0", "RPS mask set while attached");
+    assert_eq!(
+        lab.server.xdp_attached(&lab.server_dev).unwrap(),
+        None,
+        "RPS is observed with no XDP program, as the user runs it"
+    );
     udp_burst(&lab.client, sender, lab.server_ip, 5000, 3000);
     assert!(top.wait().unwrap().success());
     let lines = json_lines(&mut top);
@@ -276,8 +282,9 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
     );
     assert_eq!(
         seen[s], 3000,
-        "XDP still sees the frames on the sending CPU: {seen:?}"
+        "the driver-side count is on the receiving (here: sending) CPU, before RPS: {seen:?}"
     );
+    assert!(lines.iter().all(|l| l["observer"] == "tracepoint"));
     assert!(
         processed[r] >= 2900,
         "the RPS CPU processed the backlog: {processed:?}"

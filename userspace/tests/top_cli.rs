@@ -1,6 +1,6 @@
-//! `rxsteer top` as a user runs it: inside a lab namespace, JSON lines, and every way it can
-//! stop (count reached, SIGTERM, SIGINT, SIGKILL, a bad flag, an unusable interface) leaves no
-//! XDP program attached. Needs root.
+//! `rxsteer top` as a user runs it: inside a lab namespace, JSON lines, observing with no XDP
+//! program by default (receive tracepoints), and every way it can stop (count reached, SIGTERM,
+//! SIGINT, SIGKILL, a bad flag, an unusable interface) leaves nothing attached. Needs root.
 mod common;
 
 use common::{lab, online_cpus, udp_burst};
@@ -65,6 +65,11 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
     // 2.4 s of samples for a burst that takes well under one: room for a starved sender
     // when the other tests load the machine (a burst still running at the last sample was
     // seen to lose its final 64 datagrams).
+    assert_eq!(
+        lab.server.xdp_attached(&lab.server_dev).unwrap(),
+        None,
+        "the default observer attaches no XDP program"
+    );
     udp_burst(&lab.client, sender, lab.server_ip, 5000, 2000);
     let status = wait_with_timeout(&mut top, Duration::from_secs(15));
     assert!(status.success());
@@ -77,7 +82,8 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
     let mut net_rx_ns = vec![0u64; cpus.len()];
     for l in &lines {
         assert_eq!(l["iface"], lab.server_dev.as_str());
-        assert_eq!(l["xdp_mode"], "drv");
+        assert_eq!(l["observer"], "tracepoint");
+        assert!(l.get("xdp_mode").is_none(), "no XDP mode without XDP: {l}");
         for (i, c) in l["cpus"].as_array().unwrap().iter().enumerate() {
             packets[i] += c["packets"].as_u64().unwrap();
             net_rx_ns[i] += c["net_rx_ns"].as_u64().unwrap();
@@ -108,7 +114,10 @@ fn signals_stop_it_and_detach() {
         (libc::SIGQUIT, "SIGQUIT"),
         (libc::SIGKILL, "SIGKILL"),
     ] {
-        let mut top = start_top(&lab.server, &["--iface", &lab.server_dev, "--json"]);
+        let mut top = start_top(
+            &lab.server,
+            &["--iface", &lab.server_dev, "--json", "--observer", "xdp"],
+        );
         assert!(
             lab.server.xdp_attached(&lab.server_dev).unwrap().is_some(),
             "attached while running"
@@ -150,6 +159,8 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
         &[
             "--iface",
             "lo",
+            "--observer",
+            "xdp",
             "--xdp-mode",
             "drv",
             "--json",
@@ -165,7 +176,7 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(lab.server.xdp_attached("lo").unwrap(), None);
-    // ...while auto falls back to skb mode and says so.
+    // ...while auto falls back to skb mode and says so, with what that was measured to cost.
     let out = lab
         .server
         .command(RXSTEER)
@@ -173,6 +184,8 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
             "top",
             "--iface",
             "lo",
+            "--observer",
+            "xdp",
             "--json",
             "--count",
             "1",
@@ -192,6 +205,11 @@ fn bad_input_is_one_clear_line_and_leaves_nothing_attached() {
     );
     assert!(
         said.contains("after the RX core has built and GRO'd"),
+        "{said}"
+    );
+    assert!(
+        said.contains("--observer xdp in skb mode: the kernel copies every GRO'd packet")
+            && said.contains("last measured cost: "),
         "{said}"
     );
     assert_eq!(line["tc"], "tcx", "tc witnesses attached beside XDP");
@@ -327,7 +345,7 @@ fn kernel_diagnostics_reach_rust_log_rate_limited() {
         .server
         .command(RXSTEER)
         .args(["top", "--iface", &lab.server_dev, "--json", "--count", "3"])
-        .args(["--interval", "300ms"])
+        .args(["--interval", "300ms", "--observer", "xdp"])
         .env("RUST_LOG", "debug")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -392,7 +410,7 @@ fn without_a_terminal_it_prints_lines_instead_of_panicking() {
     assert!(
         lines
             .iter()
-            .all(|l| l.starts_with("t ") && l.contains("cpu0 xdp")),
+            .all(|l| l.starts_with("t ") && l.contains("cpu0 rx")),
         "{stdout}"
     );
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);

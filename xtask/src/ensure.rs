@@ -25,9 +25,13 @@ const PACKAGES: [(&str, &str); 5] = [
 ];
 
 /// What only the tests need: the ssh-loader test runs its own sshd in a namespace, with keys
-/// it makes (ssh-keygen). Not installed for `run`: a user's machine gets no sshd from rxsteer.
-pub const TEST_PACKAGES: [(&str, &str); 2] =
-    [("ssh-keygen", "openssh-client"), ("sshd", "openssh-server")];
+/// it makes (ssh-keygen); CI reads the main job's run.json with jq. Not installed for `run`: a
+/// user's machine gets no sshd from rxsteer.
+pub const TEST_PACKAGES: [(&str, &str); 3] = [
+    ("ssh-keygen", "openssh-client"),
+    ("sshd", "openssh-server"),
+    ("jq", "jq"),
+];
 
 pub struct Paths {
     pub root: PathBuf,

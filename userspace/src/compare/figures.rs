@@ -123,12 +123,19 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         .map_or(vec![], |t| {
             t.line.sample.cpus.iter().map(|c| c.cpu).collect()
         });
+    let shape = breakdown::LoadShape {
+        connections: load.map_or(0, |l| l.connections),
+        mean_us: load.map(|l| l.latency_us.mean),
+        req_per_s: load.map(|l| l.req_per_s),
+        rate: load.and_then(|l| l.open_loop).map(|o| o.target_per_s),
+    };
     let verdict = breakdown::verdict(
         &cpu_ids
             .iter()
             .copied()
             .zip(f.time.iter().copied())
             .collect::<Vec<_>>(),
+        &shape,
     );
     // The witnesses' counts are kept however tc was attached (TCX, or our clsact qdisc).
     let tc_ran = matches!(tc, Some(TcAttached::Tcx | TcAttached::Clsact));

@@ -121,12 +121,16 @@ fn measure(
         for arm in rotated(&arms, rep) {
             let label = |p: Proto| {
                 format!(
-                    "rep {}/{}  {}  {}  (XDP {})",
+                    "rep {}/{}  {}  {}  ({})",
                     rep + 1,
                     args.reps,
-                    arm.mode.as_str(),
+                    arm.key(),
                     p.as_str(),
-                    arm.xdp.as_str()
+                    match arm.observer {
+                        _ if arm.runs_xdp() => format!("XDP {}", arm.xdp.as_str()),
+                        rxsteer_dataplane::ObserverChoice::Off => "no BPF".to_string(),
+                        _ => "no XDP".to_string(),
+                    }
                 )
             };
             for proto in args.protos() {
