@@ -70,6 +70,8 @@ pub struct RxStats {
     /// because the chosen cpumap entry was missing. Kept here so one lookup serves both.
     pub redirected: [u64; N_CLASSES],
     pub redirect_fallback: u64,
+    /// Packets counted without their headers (the receive tracepoints): in no class.
+    pub unclassified: u64,
 }
 
 impl RxStats {
@@ -81,10 +83,11 @@ impl RxStats {
         vlan: 0,
         redirected: [0; N_CLASSES],
         redirect_fallback: 0,
+        unclassified: 0,
     };
 
     pub fn total_packets(&self) -> u64 {
-        self.packets.iter().sum()
+        self.packets.iter().sum::<u64>() + self.unclassified
     }
 
     pub fn total_bytes(&self) -> u64 {
@@ -205,29 +208,24 @@ impl SteerConfig {
 }
 
 /// What the receive tracepoints (`rx_driver_*`) need to count where the driver received
-/// without an XDP program: the interface to count, and where `struct sk_buff` and `struct
-/// net_device` keep the fields read, as the kernel's BTF gives them at load time (byte
-/// offsets). `ifindex` 0 means "count nothing". One entry of the `DRIVER_WATCH` array.
+/// without an XDP program: the interface to count, and where `struct napi_struct`,
+/// `struct sk_buff` and `struct net_device` keep the fields read, as the kernel's BTF gives
+/// them at load time (byte offsets). `ifindex` 0 means "count nothing". One entry of the
+/// `DRIVER_WATCH` array.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DriverWatch {
     pub ifindex: u32,
     /// The inode of the interface's network namespace: an ifindex is only unique within one.
     pub netns_inum: u32,
+    pub napi_dev: u32,
     pub skb_dev: u32,
-    pub skb_len: u32,
-    pub skb_head: u32,
-    pub skb_data: u32,
-    pub skb_mac_header: u32,
     pub dev_ifindex: u32,
     /// `net_device.nd_net` (a `struct net *`), then `net.ns` + `ns_common.inum`.
     pub dev_nd_net: u32,
     pub net_ns_inum: u32,
+    pub _pad: u32,
 }
-
-/// Header bytes the receive tracepoints copy out of an skb to classify it: Ethernet, two VLAN
-/// tags, IPv6 and its extension headers up to the ports, as far as the walk looks.
-pub const DRIVER_HEADER_BYTES: usize = 128;
 
 #[cfg(feature = "user")]
 mod pod {

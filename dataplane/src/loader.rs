@@ -45,11 +45,8 @@ pub const XDP_TRACEPOINTS: [&str; 4] = [
 
 /// The receive tracepoints that count where the driver received without XDP: program name,
 /// and the kernel tracepoint it attaches to (see ebpf/src/rx_driver.rs for why these).
-pub const DRIVER_TRACEPOINTS: [(&str, &str); 5] = [
-    ("rx_driver_gro", "napi_gro_receive_entry"),
-    ("rx_driver_gro_frags", "napi_gro_frags_entry"),
-    ("rx_driver_skb", "netif_receive_skb_entry"),
-    ("rx_driver_skb_list", "netif_receive_skb_list_entry"),
+pub const DRIVER_TRACEPOINTS: [(&str, &str); 2] = [
+    ("rx_driver_poll", "napi_poll"),
     ("rx_driver_netif_rx", "netif_rx"),
 ];
 
@@ -438,19 +435,16 @@ impl Dataplane {
     /// detaches when the Dataplane drops.
     pub fn attach_driver_tracepoints(&mut self, iface: &str) -> Result<()> {
         let btf = crate::btf::Btf::of_kernel()?;
-        let skb = |m: &str| btf.member_offset("sk_buff", m);
         let watch = DriverWatch {
             ifindex: ifindex(iface)?,
             netns_inum: netns_inum()?,
-            skb_dev: skb("dev")?,
-            skb_len: skb("len")?,
-            skb_head: skb("head")?,
-            skb_data: skb("data")?,
-            skb_mac_header: skb("mac_header")?,
+            napi_dev: btf.member_offset("napi_struct", "dev")?,
+            skb_dev: btf.member_offset("sk_buff", "dev")?,
             dev_ifindex: btf.member_offset("net_device", "ifindex")?,
             dev_nd_net: btf.member_offset("net_device", "nd_net")?,
             net_ns_inum: btf.member_offset("net", "ns")?
                 + btf.member_offset("ns_common", "inum")?,
+            _pad: 0,
         };
         let map = self
             .ebpf

@@ -145,7 +145,7 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
         };
         sample.cpus.push(CpuSample {
             cpu,
-            packets: class.iter().sum(),
+            packets: class.iter().sum::<u64>() + r1.unclassified.saturating_sub(r0.unclassified),
             bytes: r1.total_bytes().saturating_sub(r0.total_bytes()),
             class_packets: ClassPackets::from_array(&class),
             ipv4: r1.ipv4.saturating_sub(r0.ipv4),

@@ -3,67 +3,54 @@
 //! An observe-only XDP program in generic (skb) mode makes the kernel copy every GRO'd skb
 //! before it runs: on a NIC without native XDP, observing that way halves a receive-bound
 //! server (docs/observer.md). These raw tracepoints fire on the driver's CPU, before RPS
-//! picks a CPU and before the stack, and only read the skb:
-//!   napi_gro_receive_entry   drivers that hand frames to GRO (r8169, veth's NAPI)
-//!   napi_gro_frags_entry     drivers that build frags skbs for GRO
-//!   netif_receive_skb_entry  drivers without GRO
-//!   netif_receive_skb_list_entry  drivers that receive in lists
-//!   netif_rx                 the backlog path (loopback, veth without NAPI); the `_entry`
-//!                            event would miss `__netif_rx`, and both fire for `netif_rx()`
-//! Each path fires exactly one of them per skb the driver hands up. Every program reads the
-//! same few fields, at offsets the loader takes from the kernel's BTF (`DriverWatch`),
-//! counts only the watched interface, and classifies the frame from a copy of its first
-//! header bytes with the same walk XDP uses.
+//! picks a CPU and before the stack, and only read kernel structs:
+//!   napi_poll   once per NAPI poll, with the packets the driver's poll received (`work`):
+//!               every NAPI driver (r8169, veth with NAPI), a few events per thousand
+//!               packets instead of one per packet
+//!   netif_rx    per skb on the backlog path (loopback, veth without NAPI), whose polls are
+//!               the per-CPU backlog's and name no device; `__netif_rx` fires no `_entry`
+//!               event and `netif_rx()` fires both, so this one
+//! Packets only, in no class: reading each packet's headers cost 130 ns or more per frame
+//! (docs/observer.md); tc ingress still counts by class where the stack ran. The offsets come
+//! from the kernel's BTF at load time (`DriverWatch`); the device each NAPI instance or skb
+//! names is checked once per change of device on a CPU, not per event.
 use aya_ebpf::{
-    helpers::{bpf_probe_read_kernel, bpf_probe_read_kernel_buf},
+    helpers::bpf_probe_read_kernel,
     macros::{map, raw_tracepoint},
-    maps::Array,
+    maps::{Array, PerCpuArray},
     programs::RawTracePointContext,
 };
-use rxsteer_common::{
-    parse::{classify, Verdict},
-    DriverWatch, DRIVER_HEADER_BYTES,
-};
+use rxsteer_common::DriverWatch;
 
-use crate::{
-    maps::{port_class, RX_STATS},
-    rx_account::count,
-};
+use crate::maps::RX_STATS;
 
-/// The interface to count and the skb layout (key 0), written by the loader before attach.
+/// The interface to count and the struct layout (key 0), written by the loader before attach.
 #[map]
 pub static DRIVER_WATCH: Array<DriverWatch> = Array::with_max_entries(1, 0);
 
-/// `mac_header` of an skb whose link-layer header was never set.
-const NO_MAC_HEADER: u16 = 0xffff;
-
-#[raw_tracepoint(tracepoint = "napi_gro_receive_entry")]
-pub fn rx_driver_gro(ctx: RawTracePointContext) -> i32 {
-    let _ = try_rx_driver(&ctx);
-    0
+/// Per CPU: the last NAPI instance and the last skb device seen, and whether each is the
+/// watched interface. They change rarely, so the device's index and namespace are read on a
+/// change, not per event.
+#[repr(C)]
+pub struct Seen {
+    napi: u64,
+    napi_watched: u64,
+    dev: u64,
+    dev_watched: u64,
 }
 
-#[raw_tracepoint(tracepoint = "napi_gro_frags_entry")]
-pub fn rx_driver_gro_frags(ctx: RawTracePointContext) -> i32 {
-    let _ = try_rx_driver(&ctx);
-    0
-}
+#[map]
+static DRIVER_SEEN: PerCpuArray<Seen> = PerCpuArray::with_max_entries(1, 0);
 
-#[raw_tracepoint(tracepoint = "netif_receive_skb_entry")]
-pub fn rx_driver_skb(ctx: RawTracePointContext) -> i32 {
-    let _ = try_rx_driver(&ctx);
-    0
-}
-
-#[raw_tracepoint(tracepoint = "netif_receive_skb_list_entry")]
-pub fn rx_driver_skb_list(ctx: RawTracePointContext) -> i32 {
-    let _ = try_rx_driver(&ctx);
+#[raw_tracepoint(tracepoint = "napi_poll")]
+pub fn rx_driver_poll(ctx: RawTracePointContext) -> i32 {
+    let _ = try_rx_driver_poll(&ctx);
     0
 }
 
 #[raw_tracepoint(tracepoint = "netif_rx")]
 pub fn rx_driver_netif_rx(ctx: RawTracePointContext) -> i32 {
-    let _ = try_rx_driver(&ctx);
+    let _ = try_rx_driver_netif_rx(&ctx);
     0
 }
 
@@ -75,44 +62,73 @@ fn field<T>(base: *const u8, off: u32) -> Result<T, ()> {
 }
 
 #[inline(always)]
-fn try_rx_driver(ctx: &RawTracePointContext) -> Result<(), ()> {
+fn watch_and_seen() -> Result<(&'static DriverWatch, &'static mut Seen), ()> {
     let w = DRIVER_WATCH.get(0).ok_or(())?;
     if w.ifindex == 0 {
         return Err(());
     }
-    // TP_PROTO(const struct sk_buff *skb) for every one of the events above.
-    let skb = ctx.arg::<u64>(0) as *const u8;
-    let dev: *const u8 = field(skb, w.skb_dev)?;
-    let ifindex: i32 = field(dev, w.dev_ifindex)?;
-    if ifindex as u32 != w.ifindex {
-        return Ok(());
-    }
-    let net: *const u8 = field(dev, w.dev_nd_net)?;
-    let inum: u32 = field(net, w.net_ns_inum)?;
-    if inum != w.netns_inum {
-        return Ok(());
-    }
-    let len: u32 = field(skb, w.skb_len)?;
-    let head: *const u8 = field(skb, w.skb_head)?;
-    let data: *const u8 = field(skb, w.skb_data)?;
-    let mac: u16 = field(skb, w.skb_mac_header)?;
-    let (verdict, bytes) = if mac == NO_MAC_HEADER {
-        (classify(&[][..], port_class), len as u64)
-    } else {
-        let frame = head.wrapping_add(mac as usize);
-        // The link-layer header the driver already pulled, counted as XDP counts a frame.
-        let pulled = (data as u64).saturating_sub(frame as u64);
-        (headers_of(frame, len as u64 + pulled), len as u64 + pulled)
-    };
-    count(&RX_STATS, &verdict, bytes).map(|_| ())
+    let seen = DRIVER_SEEN.get_ptr_mut(0).ok_or(())?;
+    // SAFETY: this CPU's value; tracepoint programs run with migration disabled.
+    Ok((w, unsafe { &mut *seen }))
 }
 
-/// Classifies the frame at `frame` (`bytes` long) from a copy of its first header bytes.
+/// TP_PROTO(struct napi_struct *napi, int work, int budget).
 #[inline(always)]
-fn headers_of(frame: *const u8, bytes: u64) -> Verdict {
-    let mut buf = [0u8; DRIVER_HEADER_BYTES];
-    // SAFETY: as in `field`; on a fault the copy is zeroed and the walk finds no IP header.
-    let _ = unsafe { bpf_probe_read_kernel_buf(frame, &mut buf) };
-    let n = (bytes as usize).min(DRIVER_HEADER_BYTES);
-    classify(&buf[..n], port_class)
+fn try_rx_driver_poll(ctx: &RawTracePointContext) -> Result<(), ()> {
+    let work = ctx.arg::<u64>(1) as i32;
+    if work <= 0 {
+        return Ok(());
+    }
+    let (w, seen) = watch_and_seen()?;
+    let napi = ctx.arg::<u64>(0);
+    if napi != seen.napi {
+        seen.napi = napi;
+        let dev: *const u8 = field(napi as *const u8, w.napi_dev)?;
+        seen.napi_watched = is_watched(w, dev) as u64;
+    }
+    if seen.napi_watched == 0 {
+        return Ok(());
+    }
+    add(work as u64)
+}
+
+/// TP_PROTO(struct sk_buff *skb).
+#[inline(always)]
+fn try_rx_driver_netif_rx(ctx: &RawTracePointContext) -> Result<(), ()> {
+    let (w, seen) = watch_and_seen()?;
+    let dev: u64 = field(ctx.arg::<u64>(0) as *const u8, w.skb_dev)?;
+    if dev != seen.dev {
+        seen.dev = dev;
+        seen.dev_watched = is_watched(w, dev as *const u8) as u64;
+    }
+    if seen.dev_watched == 0 {
+        return Ok(());
+    }
+    add(1)
+}
+
+#[inline(always)]
+fn add(packets: u64) -> Result<(), ()> {
+    let stats = RX_STATS.get_ptr_mut(0).ok_or(())?;
+    // SAFETY: this CPU's value, as above.
+    unsafe { (*stats).unclassified += packets };
+    Ok(())
+}
+
+/// Whether the device at `dev` is the watched one: its index, in the watched namespace.
+#[inline(always)]
+fn is_watched(w: &DriverWatch, dev: *const u8) -> bool {
+    if dev.is_null() {
+        return false;
+    }
+    let Ok(ifindex) = field::<i32>(dev, w.dev_ifindex) else {
+        return false;
+    };
+    if ifindex as u32 != w.ifindex {
+        return false;
+    }
+    let Ok(net) = field::<*const u8>(dev, w.dev_nd_net) else {
+        return false;
+    };
+    field::<u32>(net, w.net_ns_inum).is_ok_and(|inum| inum == w.netns_inum)
 }

@@ -377,6 +377,10 @@ pub struct RunDoc {
     pub xdp_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xdp_frags: Option<String>,
+    /// `--observer` as asked (auto, tracepoint, xdp, all); each row names what ran. Absent
+    /// from runs before observers were named (their untuned and RPS arms carried XDP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<String>,
     #[serde(default)]
     pub body_size: Option<u32>,
     /// Open loop at this many requests per second per load (`--rate`); absent: closed loop.

@@ -2,6 +2,7 @@
 //! stored (`run.json` and the samples), so a report can always be rebuilt from its directory.
 //! Reads the stored records through their types (`rxsteer-records`), every version of them.
 mod markdown;
+pub mod observer;
 pub mod predict;
 mod svg;
 
@@ -151,6 +152,21 @@ mod tests {
                      row(0, "none", "zap", 120.0, [300.0, 200.0]), row(0, "rps", "zap", 60.0, [200.0, 300.0]), row(0, "cpumap", "zap", 90.0, [230.0, 560.0]),
                      row(1, "none", "http", 200.0, [300.0, 200.0]), row(1, "rps", "http", 100.0, [200.0, 300.0]), row(1, "cpumap", "http", 150.0, [230.0, 560.0])],
         })
+    }
+
+    #[test]
+    fn an_unknown_arm_mode_is_refused_naming_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("rxsteer-badarm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut v = run();
+        v["runs"][1]["arm"] = "turbo-skb".into();
+        std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
+        let e = format!("{:#}", read(&dir).unwrap_err());
+        assert!(
+            e.contains("run.json: runs[1].arm") && e.contains("\"turbo\" is not a steering mode"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct ConnConfig {
     /// Bodies at least this long are not copied into the response buffer: the head and the
     /// body go out in one vectored write. `usize::MAX` always copies.
     pub vectored_min: usize,
+    /// Connections one worker holds at most (nginx's `worker_connections`); a new one past
+    /// it is closed at once and counted in `Served::refused`.
+    pub max_connections: usize,
 }
 
 /// Default for [`ConnConfig::vectored_min`].

@@ -3,6 +3,7 @@
 //! transport (xitca-web's shape) and its own engine: a tokio current-thread runtime over epoll
 //! ([`conn`]) or an io_uring ([`uring`]); both answer through [`batch::answer`], one set of
 //! handlers behind both transports. Needs no privileges and no BPF.
+pub mod admit;
 pub mod batch;
 pub mod conn;
 pub mod framing;
@@ -28,11 +29,15 @@ pub enum Transport {
     Zap,
 }
 
-/// Requests served, per transport, for the whole server.
+/// Requests served, per transport, and connections turned away, for the whole server.
 #[derive(Debug, Default)]
 pub struct Served {
     pub http: AtomicU64,
     pub zap: AtomicU64,
+    /// New connections closed at once because their worker held `max_connections`.
+    pub refused: AtomicU64,
+    /// Accepts that failed (out of descriptors or memory: accepting then pauses).
+    pub accept_errors: AtomicU64,
 }
 
 #[derive(Clone, Debug)]
@@ -63,6 +68,9 @@ impl Default for ServeConfig {
                 idle: Duration::from_secs(60),
                 request: Duration::from_secs(10),
                 vectored_min: conn::VECTORED_MIN,
+                max_connections: admit::default_max_connections(
+                    std::thread::available_parallelism().map_or(1, |n| n.get()),
+                ),
             },
             on_worker_start: None,
         }
@@ -208,26 +216,59 @@ fn epoll_worker(
             return Ok(());
         }
     };
+    // One limit for the worker, whichever listener a connection came in on.
+    let limit = Arc::new(admit::Limit::new(conn.max_connections));
     rt.block_on(async move {
         for (t, l) in listeners {
             let l = tokio::net::TcpListener::from_std(l)?;
-            let (conn, served) = (Arc::clone(&conn), Arc::clone(&served));
-            tokio::spawn(async move {
-                loop {
-                    let Ok((s, _)) = l.accept().await else {
-                        continue;
-                    };
-                    let _ = s.set_nodelay(true);
-                    let (conn, served) = (Arc::clone(&conn), Arc::clone(&served));
-                    tokio::spawn(async move {
-                        let _ = match t {
-                            Transport::Http => conn::serve::<Http>(s, &conn, &served.http).await,
-                            Transport::Zap => conn::serve::<Zap>(s, &conn, &served.zap).await,
-                        };
-                    });
-                }
-            });
+            let (conn, served, limit) =
+                (Arc::clone(&conn), Arc::clone(&served), Arc::clone(&limit));
+            tokio::spawn(accept_loop(t, l, conn, served, limit));
         }
         std::future::pending::<Result<()>>().await
     })
+}
+
+/// Accepts on one listener for ever: past the worker's limit a connection is closed at once
+/// and counted; out of descriptors or memory, accepting pauses (see `admit`).
+async fn accept_loop(
+    t: Transport,
+    l: tokio::net::TcpListener,
+    conn: Arc<ConnConfig>,
+    served: Arc<Served>,
+    limit: Arc<admit::Limit>,
+) {
+    let mut backoff = admit::Backoff::default();
+    loop {
+        let s = match l.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                served
+                    .accept_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (pause, line) = backoff.on_error(&e, std::time::Instant::now());
+                if let Some(line) = line {
+                    eprintln!("{line}");
+                }
+                if let Some(p) = pause {
+                    tokio::time::sleep(p).await;
+                }
+                continue;
+            }
+        };
+        backoff.on_accept();
+        let Some(place) = limit.admit(&served.refused) else {
+            drop(s);
+            continue;
+        };
+        let _ = s.set_nodelay(true);
+        let (conn, served) = (Arc::clone(&conn), Arc::clone(&served));
+        tokio::spawn(async move {
+            let _place = place;
+            let _ = match t {
+                Transport::Http => conn::serve::<Http>(s, &conn, &served.http).await,
+                Transport::Zap => conn::serve::<Zap>(s, &conn, &served.zap).await,
+            };
+        });
+    }
 }

@@ -180,14 +180,57 @@ pub const LAB_TAG: &str = "lab";
 pub struct EmbeddedLab {
     pub veth: VethLab,
     pub napi_pid: u32,
+    /// The lab's owner file, removed after the namespaces (fields drop in order).
+    _owner: LabOwner,
+}
+
+/// Which rxsteer process owns the lab's namespaces: a start or `rxsteer restore` removes
+/// them only when that process is gone.
+const LAB_OWNER: &str = "/run/rxsteer/lab.pid";
+
+pub struct LabOwner;
+
+impl LabOwner {
+    fn take() -> Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create("/run/rxsteer")
+            .context("creating /run/rxsteer")?;
+        std::fs::write(LAB_OWNER, std::process::id().to_string())
+            .with_context(|| format!("writing {LAB_OWNER}"))?;
+        Ok(Self)
+    }
+
+    /// The pid of a live rxsteer (not this one) that owns the lab, if any.
+    pub fn live() -> Option<u32> {
+        let pid: u32 = std::fs::read_to_string(LAB_OWNER)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        (pid != std::process::id() && std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .then_some(pid)
+    }
+}
+
+impl Drop for LabOwner {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(LAB_OWNER);
+    }
 }
 
 /// Frames each lab veth may queue for transmit (its pfifo qdisc).
 pub const TX_QUEUE: u32 = 1000;
 
 impl EmbeddedLab {
-    /// Removes namespaces an earlier, killed run left behind. Returns their names.
+    /// Removes namespaces an earlier, killed run left behind. Returns their names. A lab whose
+    /// owner still runs is refused, not removed under it.
     pub fn remove_leftovers() -> Result<Vec<String>> {
+        if let Some(pid) = LabOwner::live() {
+            bail!("the embedded lab is in use by rxsteer (pid {pid}): one lab at a time");
+        }
         let listed = ip(&["netns", "list"])?;
         let ours: Vec<String> = listed
             .lines()
@@ -202,6 +245,7 @@ impl EmbeddedLab {
     }
 
     pub fn create(roles: &Roles) -> Result<Self> {
+        let owner = LabOwner::take()?;
         let veth = VethLab::create(LAB_TAG, 1)?;
         let (server, client) = (veth.server.name(), veth.client.name());
         ethtool(server, &["-K", &veth.server_dev, "gro", "on", "tso", "off"])?;
@@ -236,7 +280,11 @@ impl EmbeddedLab {
         pin_task(napi_pid, &[roles.rx_cpu])?;
         // The loader veth's NAPI kthread: the replies' receive, on the loader's CPUs.
         pin_task(napi_thread(&veth.client_dev)?, &roles.loader_cpus)?;
-        Ok(Self { veth, napi_pid })
+        Ok(Self {
+            veth,
+            napi_pid,
+            _owner: owner,
+        })
     }
 
     /// What `create` set, as stored with a run.

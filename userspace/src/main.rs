@@ -41,7 +41,7 @@ enum Cmd {
     /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
     /// per request and stage (writes RUN_DIR/predict-<N>cpus.md and .svg).
     Predict(PredictArgs),
-    /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo). Needs no privileges.
+    /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo, POST /upload). Needs no privileges.
     Serve(rxsteer::serve_cmd::ServeArgs),
 }
 

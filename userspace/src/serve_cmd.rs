@@ -62,6 +62,14 @@ pub struct ServeArgs {
     /// trickle bytes are closed; 100ms to 24h).
     #[arg(long, default_value = "10s", value_parser = parse_timeout)]
     pub request_timeout: Duration,
+    /// Connections each worker holds at most (nginx's worker_connections, 1 to 1048576);
+    /// a new one past it is closed at once and counted. Default: the descriptor limit
+    /// (RLIMIT_NOFILE) less 64 for everything else, shared by the workers.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
+    pub max_connections: Option<usize>,
+    /// Print the served, refused and failed-accept counts every this often (e.g. 1s).
+    #[arg(long, value_parser = parse_timeout)]
+    pub stats: Option<Duration>,
 }
 
 pub fn run(args: &ServeArgs) -> Result<()> {
@@ -87,28 +95,46 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     cfg.conn.http.max_body = args.max_body;
     cfg.conn.idle = args.idle_timeout;
     cfg.conn.request = args.request_timeout;
+    cfg.conn.max_connections = args
+        .max_connections
+        .unwrap_or_else(|| rxsteer_server::admit::default_max_connections(cfg.threads));
     // Handlers before the ready line: a SIGTERM sent as soon as it is seen must find them.
     let stop = crate::signals::stop_on_signals()?;
     let server = start(cfg.clone())?;
     let show = |a: Option<SocketAddr>| a.map_or("off".to_string(), |a| a.to_string());
     eprintln!(
-        "rxsteer serve: HTTP on {}, ZAP on {}, {} worker thread(s) on {}{}",
+        "rxsteer serve: HTTP on {}, ZAP on {}, {} worker thread(s) on {}, at most {} connections each{}",
         show(server.http),
         show(server.zap),
         cfg.threads,
         cfg.io,
+        cfg.conn.max_connections,
         cfg.cpus.as_ref().map_or(String::new(), |c| format!(
             " pinned to CPUs {}",
             rxsteer_tune::cpus::format_cpu_list(c)
         ))
     );
+    let mut next_stats = args.stats.map(|d| std::time::Instant::now() + d);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
+        if let (Some(at), Some(every)) = (next_stats, args.stats) {
+            if std::time::Instant::now() >= at {
+                eprintln!("{}", counts(&server.served));
+                next_stats = Some(at + every);
+            }
+        }
     }
-    eprintln!(
-        "rxsteer serve: served {} HTTP and {} ZAP requests",
-        server.served.http.load(Ordering::Relaxed),
-        server.served.zap.load(Ordering::Relaxed)
-    );
+    eprintln!("{}", counts(&server.served));
     Ok(())
+}
+
+/// The served, refused and failed-accept counts, one line (exit summary and `--stats`).
+fn counts(s: &rxsteer_server::Served) -> String {
+    format!(
+        "rxsteer serve: served {} HTTP and {} ZAP requests; refused {} connection(s) at the limit; {} failed accept(s)",
+        s.http.load(Ordering::Relaxed),
+        s.zap.load(Ordering::Relaxed),
+        s.refused.load(Ordering::Relaxed),
+        s.accept_errors.load(Ordering::Relaxed)
+    )
 }

@@ -75,7 +75,7 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
 
 /// What the skb-mode XDP observer was last measured to cost (`cargo xtask bench observer`,
 /// stored in results/observer-cost.txt when this rxsteer was built).
-pub const SKB_OBSERVER_COST: &str = env!("RXSTEER_OBSERVER_COST");
+pub const SKB_OBSERVER_COST: &str = rxsteer_report::OBSERVER_COST;
 
 /// Attaches what counts where the driver received when steering does not count itself:
 /// the receive tracepoints, or (asked for, or when the kernel lacks the tracepoints) the

@@ -136,12 +136,31 @@ pub fn restore() -> Result<()> {
     let mut out = std::io::stdout().lock();
     host::remove_orphaned_state()?;
     rxsteer_dataplane::clsact::recover_crashed()?;
-    let path = host::state_path()?;
-    let Some(state) = StateFile::load(&path)? else {
+    // A killed `lab` or `compare` leaves its namespaces (its owner is gone: see lab.rs).
+    let labs = match crate::lab::LabOwner::live() {
+        Some(pid) => {
+            writeln!(
+                out,
+                "the embedded lab is in use by rxsteer (pid {pid}): left to it"
+            )?;
+            vec![]
+        }
+        None => crate::lab::EmbeddedLab::remove_leftovers()?,
+    };
+    for n in &labs {
         writeln!(
             out,
-            "nothing to restore: rxsteer has no changes recorded in this network namespace"
+            "removed network namespace {n} left by a killed lab or compare"
         )?;
+    }
+    let path = host::state_path()?;
+    let Some(state) = StateFile::load(&path)? else {
+        if labs.is_empty() {
+            writeln!(
+                out,
+                "nothing to restore: rxsteer has no changes recorded in this network namespace"
+            )?;
+        }
         return Ok(());
     };
     if let Some(pid) = state.live_owner() {

@@ -152,12 +152,39 @@ pub fn run(
             history.push_back(s);
             seen += 1;
         }
+        // A terminal that went away (its window closed, the SSH session dropped) ends the run
+        // as SIGHUP does: its input is at end-of-file for good, and polling it would spin.
+        if terminal_gone() {
+            eprintln!("rxsteer: the terminal went away: stopping");
+            break;
+        }
         terminal.draw(|f| draw(f, &history, &kinds, iface, how))?;
         if event::poll(Duration::from_millis(100))? && is_quit(&event::read()?) {
             break;
         }
     }
     Ok(())
+}
+
+/// Whether the terminal on stdin hung up or closed: poll(2) reports POLLHUP, POLLERR or
+/// POLLNVAL there, or reading it returns end-of-file at once.
+pub fn terminal_gone() -> bool {
+    let mut p = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd on the stack, no wait.
+    if unsafe { libc::poll(&mut p, 1, 0) } <= 0 {
+        return false;
+    }
+    if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return true;
+    }
+    // Readable with nothing to read is end-of-file; a key waiting is left for the view.
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    unsafe { libc::ioctl(0, libc::FIONREAD, &mut waiting) == 0 && waiting == 0 }
 }
 
 /// q, Esc or Ctrl-C (raw mode turns Ctrl-C into a key rather than a signal).

@@ -544,3 +544,37 @@ fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
         let _ = std::fs::remove_dir_all(&out_dir);
     }
 }
+
+#[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
+fn the_tc_witnesses_on_a_clsact_qdisc_keep_their_per_cpu_counts() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-clsact-{}", std::process::id()));
+    let (run, _, _) = compare(
+        &[
+            "--steer", "rps", "--proto", "http", "--tc", "clsact", "-d", "1s", "--warmup", "500ms",
+            "--reps", "1", "-c", "4",
+        ],
+        &out_dir,
+    );
+    let rows = run["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{run}");
+    let r = &rows[0];
+    assert_eq!(r["tc"], "clsact", "{r}");
+    let target = run["setup"]["roles"]["server_cpus"][0].as_u64().unwrap() as usize;
+    for k in ["stack_packets_per_s", "tx_packets_per_s"] {
+        let v = r[k].as_array().unwrap_or_else(|| panic!("{k} stored: {r}"));
+        assert!(v.iter().any(|x| x.as_f64().unwrap() > 0.0), "{k}: {r}");
+    }
+    assert!(
+        r["stack_packets_per_s"][target].as_f64().unwrap() > 100.0,
+        "the RPS CPU: {r}"
+    );
+    assert_eq!(
+        common::host_state(),
+        before,
+        "the host is left as found (no qdisc)"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -166,16 +166,11 @@ fn the_receive_tracepoints_count_each_datagram_on_its_cpu_with_no_xdp_attached()
     let rx1 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
     let per_cpu = counters.rx().unwrap();
     for &(cpu, n) in &sent {
+        // Packets only, in no class: the tracepoints read no headers (tc ingress classifies).
         let s = &per_cpu[cpu as usize];
         assert_eq!(
-            s.packets[rxsteer_common::Class::OtherIp.index()],
-            n as u64,
-            "CPU {cpu}"
-        );
-        // 4-byte payload + UDP + IPv4 + Ethernet, as XDP counts a frame.
-        assert_eq!(
-            s.bytes[rxsteer_common::Class::OtherIp.index()],
-            n as u64 * 46,
+            (s.unclassified, s.total_packets()),
+            (n as u64, n as u64),
             "CPU {cpu}"
         );
     }
@@ -219,7 +214,7 @@ fn tcp_upload(lab: &rxsteer::netns::VethLab, cpu: u32, total: usize) {
 
 #[test]
 #[ignore = "needs root: the embedded lab (threaded NAPI + GRO) and the receive tracepoints"]
-fn under_a_gro_upload_the_driver_side_counts_equal_rx_packets_on_the_napi_cpu() {
+fn under_a_gro_upload_the_napi_polls_count_rx_packets_on_the_napi_cpu() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cpus = online_cpus();
     let roles = rxsteer::lab::choose_roles(&cpus, &[], None, None, None).unwrap();
@@ -255,15 +250,6 @@ fn under_a_gro_upload_the_driver_side_counts_equal_rx_packets_on_the_napi_cpu() 
     assert!(
         per_cpu[rx_cpu] as f64 >= 0.99 * counted as f64,
         "received by the NAPI thread on CPU {rx_cpu}: {per_cpu:?}"
-    );
-    let http: u64 = after
-        .iter()
-        .zip(&before)
-        .map(|(a, b)| a.packets[0] - b.packets[0])
-        .sum();
-    assert!(
-        http as f64 >= 0.99 * counted as f64,
-        "classified as HTTP (port 8080): {http} of {counted}"
     );
     drop(dp);
 }

@@ -165,3 +165,81 @@ pub const SOAK: Bench = Bench {
     is_test: true,
     env: &[("RXSTEER_SOAK_SECS", "60")],
 };
+
+/// `cargo xtask bench observer`: what observing costs. Two comparisons in the lab, `/health`
+/// and a 64 KiB upload over HTTP, each of untuned observed every way (the receive
+/// tracepoints, the XDP program in driver and in skb mode) beside untuned with no BPF, 7
+/// repetitions with the arms rotated. Stored under one results/ folder with the summary
+/// (output.txt, raw.json) and the one line results/observer-cost.txt that `--observer xdp`
+/// and the reports of older runs quote.
+pub fn observer(paths: &Paths) -> Result<()> {
+    let dir = run_dir(paths, "observer-cost")?;
+    let rxsteer = paths.root.join("target/release/rxsteer");
+    let mut runs = Vec::new();
+    for scenario in ["health", "upload"] {
+        let out = dir.join(scenario);
+        let status = std::process::Command::new(&rxsteer)
+            .args([
+                "compare",
+                "--steer",
+                "none",
+                "--observer",
+                "all",
+                "--xdp-mode",
+                "both",
+            ])
+            .args([
+                "--proto",
+                "http",
+                "--scenario",
+                scenario,
+                "--reps",
+                "7",
+                "-d",
+                "4s",
+            ])
+            .args(["--quiet-wait", "300s", "--no-tui", "--out"])
+            .arg(&out)
+            .current_dir(&paths.root)
+            .status()
+            .context("running rxsteer compare")?;
+        if !status.success() {
+            std::fs::write(
+                dir.join("output.txt"),
+                format!("# FAILED: rxsteer compare --scenario {scenario} exited with {status}\n"),
+            )?;
+            anyhow::bail!(
+                "the {scenario} comparison failed (kept, marked, in {})",
+                dir.display()
+            );
+        }
+        runs.push(out);
+    }
+    let dirs: Vec<&std::path::Path> = runs.iter().map(|p| p.as_path()).collect();
+    let bench = rxsteer_report::observer::summarize(&dirs)?;
+    let text = rxsteer_report::observer::render(&bench)?;
+    print!("{text}");
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    std::fs::write(
+        dir.join("output.txt"),
+        format!(
+            "# kernel {kernel}# nproc {}\n{text}",
+            std::thread::available_parallelism()?
+        ),
+    )?;
+    std::fs::write(dir.join("raw.json"), serde_json::to_string_pretty(&bench)?)?;
+    let rel = dir
+        .strip_prefix(&paths.root)
+        .unwrap_or(&dir)
+        .display()
+        .to_string();
+    std::fs::write(
+        paths.root.join("results/observer-cost.txt"),
+        format!("{}\n", rxsteer_report::observer::cost_line(&bench, &rel)),
+    )?;
+    eprintln!(
+        "xtask bench: stored in {}; results/observer-cost.txt updated",
+        dir.display()
+    );
+    Ok(())
+}

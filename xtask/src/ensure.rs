@@ -118,19 +118,65 @@ fn apt_install(step: &str, missing: &[&str], did: &mut Vec<String>) -> Result<()
         );
     }
     eprintln!("xtask ensure: installing {}", missing.join(" "));
+    if dpkg_lock_held() {
+        eprintln!(
+            "xtask ensure: another apt or dpkg holds the dpkg lock (on a fresh box, often \
+             unattended-upgrades): waiting for it, at most {} s",
+            DPKG_LOCK_WAIT_S
+        );
+    }
+    // apt waits for the lock itself, bounded, instead of failing at once.
+    let wait = format!("DPkg::Lock::Timeout={DPKG_LOCK_WAIT_S}");
     cmd::run(
         "step packages (apt-get update)",
-        Command::new("apt-get").args(["update", "-qq"]),
+        Command::new("apt-get").args(["-o", &wait, "update", "-qq"]),
     )?;
     cmd::run(
         "step packages (apt-get install)",
         Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args([
+                "-o",
+                &wait,
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+            ])
             .args(missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     did.push(format!("installed {}", missing.join(" ")));
     Ok(())
+}
+
+/// How long apt may wait for another apt or dpkg to let go of the lock.
+pub const DPKG_LOCK_WAIT_S: u32 = 600;
+const DPKG_LOCK: &str = "/var/lib/dpkg/lock-frontend";
+
+/// Whether another process holds dpkg's front-end lock: apt takes it as a POSIX (fcntl)
+/// write lock, so ask with F_GETLK, which takes nothing.
+pub fn dpkg_lock_held() -> bool {
+    lock_held(Path::new(DPKG_LOCK))
+}
+
+/// Whether another process holds a POSIX write lock on `path`.
+fn lock_held(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    else {
+        return false;
+    };
+    // SAFETY: a zeroed flock asked about with F_GETLK on a descriptor this function owns.
+    unsafe {
+        let mut l: libc::flock = std::mem::zeroed();
+        l.l_type = libc::F_WRLCK as libc::c_short;
+        l.l_whence = libc::SEEK_SET as libc::c_short;
+        libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut l) == 0
+            && l.l_type != libc::F_UNLCK as libc::c_short
+    }
 }
 
 fn nightly_sysroot() -> Result<PathBuf> {
@@ -288,4 +334,38 @@ fn mounts(did: &mut Vec<String>) -> Result<()> {
         did.push(format!("mounted {fstype} at {path}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_held_the_way_apt_holds_it_is_seen() {
+        let path = std::env::temp_dir().join(format!("rxsteer-lock-{}", std::process::id()));
+        std::fs::write(&path, b"").unwrap();
+        assert!(!lock_held(&path));
+        // Held by another process with fcntl (lockf), as apt holds lock-frontend.
+        let mut holder = Command::new("python3")
+            .args([
+                "-c",
+                "import fcntl,sys,time; f=open(sys.argv[1],'w'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)",
+            ])
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "held");
+        assert!(lock_held(&path), "the other process's lock is seen");
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(!lock_held(&path), "and its release");
+        let _ = std::fs::remove_file(&path);
+    }
 }

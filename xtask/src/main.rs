@@ -74,6 +74,10 @@ enum Which {
     Loadgen,
     /// Good traffic under a hostile barrage (20 s): success, p99 ratio, peak RSS.
     Barrage,
+    /// What observing costs: untuned with the receive tracepoints and with the XDP observer
+    /// in drv and skb mode, against untuned with no BPF, on /health and a 64 KiB upload
+    /// (7 repetitions each, in the lab; root).
+    Observer,
     /// 60 s at full load on both transports: errors, RSS growth, descriptors.
     Soak,
     All,
@@ -190,6 +194,15 @@ fn real_main() -> Result<()> {
             }
             if matches!(which, Which::Soak | Which::All) {
                 bench::run(&paths, &bench::SOAK)?;
+            }
+            if matches!(which, Which::Observer | Which::All) {
+                cmd::run(
+                    "build rxsteer",
+                    cmd::cargo(None)
+                        .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
+                        .current_dir(&paths.root),
+                )?;
+                bench::observer(&paths)?;
             }
             if matches!(which, Which::Nginx | Which::All) {
                 ensure::packages_for(

@@ -40,6 +40,8 @@ pub struct Conn {
     pub eof: bool,
     pub last_input: Instant,
     pub partial_since: Option<Instant>,
+    /// Its place under the worker's connection limit, given back when the Conn goes.
+    pub _place: crate::admit::Admitted,
 }
 
 impl Conn {

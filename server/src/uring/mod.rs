@@ -45,6 +45,8 @@ const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_TICK: u64 = 4;
 const OP_CANCEL: u64 = 5;
+/// A listener's pause after an accept error is over: accept again.
+const OP_RESUME: u64 = 6;
 
 /// Input stashed behind a send in flight beyond this stops the connection's receive until the
 /// send completes: the kernel's window, not our memory, then holds a fast sender back (the
@@ -79,6 +81,12 @@ struct Worker<'a> {
     tick: types::Timespec,
     /// When the current completion batch was reaped: the clock every timeout reads.
     now: Instant,
+    limit: Arc<crate::admit::Limit>,
+    /// Per listener: its accept back-off, whether accepting is paused, and the pause's
+    /// timespec (it must outlive the timeout operation).
+    backoff: Vec<crate::admit::Backoff>,
+    paused: Vec<bool>,
+    pause: Vec<types::Timespec>,
 }
 
 /// Serves `listeners` on this thread until the process exits.
@@ -119,6 +127,10 @@ pub fn worker(
         served: &served,
         tick: types::Timespec::from(tick),
         now: Instant::now(),
+        limit: Arc::new(crate::admit::Limit::new(cfg.max_connections)),
+        backoff: listeners.iter().map(|_| Default::default()).collect(),
+        paused: vec![false; listeners.len()],
+        pause: vec![types::Timespec::new(); listeners.len()],
     };
     w.run()
 }
@@ -166,7 +178,7 @@ impl Worker<'_> {
         let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity((RING_ENTRIES * 8) as usize);
         loop {
             // One kernel entry submits every queued operation and waits for the next
-            // completion. (Waiting for more, an eighth of the connections for at most 50 us as
+            // completion. (Waiting for more, an eighth of the connections for at most 100 us as
             // rxload does, bought nothing measurable per request here: the time is TCP's.)
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
@@ -184,6 +196,10 @@ impl Worker<'_> {
                 let (op, slot, generation) = parts(ud);
                 match op {
                     OP_ACCEPT => self.accepted(slot, res, flags),
+                    OP_RESUME => {
+                        self.paused[slot] = false;
+                        self.arm_accept(slot);
+                    }
                     OP_TICK => self.on_tick(),
                     OP_CANCEL => {}
                     _ if self.is_current(slot, generation) => match op {
@@ -209,15 +225,51 @@ impl Worker<'_> {
             .is_some_and(|c| c.generation == generation)
     }
 
-    fn accepted(&mut self, listener: usize, res: i32, flags: u32) {
-        if !cqueue::more(flags) {
-            self.arm_accept(listener);
+    /// Out of descriptors or memory: stop accepting on `listener` for the back-off's pause
+    /// (cancelling a multishot accept still armed), then `OP_RESUME` arms it again.
+    fn pause_accept(&mut self, listener: usize, pause: Duration, armed: bool) {
+        self.paused[listener] = true;
+        if armed {
+            let e = opcode::AsyncCancel::new(user_data(OP_ACCEPT, listener, 0))
+                .build()
+                .user_data(user_data(OP_CANCEL, listener, 0));
+            self.push(&e);
         }
+        self.pause[listener] = types::Timespec::from(pause);
+        let e = opcode::Timeout::new(&self.pause[listener])
+            .build()
+            .user_data(user_data(OP_RESUME, listener, 0));
+        self.push(&e);
+    }
+
+    fn accepted(&mut self, listener: usize, res: i32, flags: u32) {
+        let armed = cqueue::more(flags);
         if res < 0 {
+            let e = std::io::Error::from_raw_os_error(-res);
+            if res != -libc::ECANCELED {
+                self.served.accept_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            let (pause, line) = self.backoff[listener].on_error(&e, std::time::Instant::now());
+            if let Some(line) = line {
+                eprintln!("{line}");
+            }
+            match pause {
+                Some(p) if !self.paused[listener] => self.pause_accept(listener, p, armed),
+                _ if !armed && !self.paused[listener] => self.arm_accept(listener),
+                _ => {}
+            }
             return;
         }
+        if !armed && !self.paused[listener] {
+            self.arm_accept(listener);
+        }
+        self.backoff[listener].on_accept();
         // SAFETY: the accept just returned this descriptor, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(res) };
+        // Past the worker's limit: closed at once (the drop), counted in `refused`.
+        let Some(place) = self.limit.admit(&self.served.refused) else {
+            return;
+        };
         let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
@@ -243,6 +295,7 @@ impl Worker<'_> {
             eof: false,
             last_input: self.now,
             partial_since: None,
+            _place: place,
         }));
         self.arm_recv(slot);
     }

@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use super::load::{self, LoaderArg};
 use crate::top::parse_interval;
-use rxsteer_dataplane::{FragsChoice, ObserverChoice, XdpModeChoice};
+use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
 use rxsteer_records::{run::NO_BPF_ARM, LoaderIo, Mode, Proto, Scenario, ServerIo};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
@@ -136,8 +136,14 @@ pub struct CompareArgs {
     /// set-ups); xdp attaches the observe-only XDP program in each arm's XDP mode, which in
     /// skb mode costs a copy of every packet. cpumap always counts with its own program. Every
     /// run also measures untuned with no BPF at all, so the observer's cost is in the report.
-    #[arg(long, value_enum, default_value = "auto", value_parser = observer_arg)]
-    pub observer: ObserverChoice,
+    /// all: untuned observed every way side by side (tracepoints, and XDP in each
+    /// --xdp-mode), what `cargo xtask bench observer` measures.
+    #[arg(long, default_value = "auto", value_parser = observer_arg)]
+    pub observer: Observers,
+    /// The tc witnesses of every arm (`attach --tc`): TCX links where the kernel has them,
+    /// else a clsact qdisc of rxsteer's own; clsact forces the qdisc (kernels before 6.6).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tc: TcChoice,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them); both runs every
     /// arm with and without them.
     #[arg(long, value_enum, default_value = "auto")]
@@ -198,14 +204,23 @@ pub struct CompareArgs {
     pub roles: crate::lab::RoleArgs,
 }
 
+/// The observers a comparison's arms run with: one, or (`all`) each side by side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observers(pub Vec<ObserverChoice>);
+
 /// `--observer` of a comparison: `off` is what the no-BPF arm runs, not a choice for all.
-fn observer_arg(s: &str) -> Result<ObserverChoice, String> {
+fn observer_arg(s: &str) -> Result<Observers, String> {
+    let one = |o| Ok(Observers(vec![o]));
     match s {
-        "auto" => Ok(ObserverChoice::Auto),
-        "tracepoint" => Ok(ObserverChoice::Tracepoint),
-        "xdp" => Ok(ObserverChoice::Xdp),
+        "auto" => one(ObserverChoice::Auto),
+        "tracepoint" => one(ObserverChoice::Tracepoint),
+        "xdp" => one(ObserverChoice::Xdp),
+        "all" => Ok(Observers(vec![
+            ObserverChoice::Tracepoint,
+            ObserverChoice::Xdp,
+        ])),
         _ => Err(format!(
-            "{s:?} is not an observer: expected auto, tracepoint or xdp"
+            "{s:?} is not an observer: expected auto, tracepoint, xdp or all"
         )),
     }
 }
@@ -277,19 +292,21 @@ impl CompareArgs {
         let (xdp, frags) = (self.xdp_modes(), self.frags());
         let (per_xdp_mode, per_frags) = (xdp.len() > 1, frags.len() > 1);
         let mut arms: Vec<Arm> = Vec::new();
-        for &x in &xdp {
-            for &f in &frags {
-                for mode in self.modes() {
-                    let arm = Arm {
-                        mode,
-                        xdp: x,
-                        frags: f,
-                        observer: self.observer,
-                        per_xdp_mode,
-                        per_frags,
-                    };
-                    if !arms.iter().any(|a| a.key() == arm.key()) {
-                        arms.push(arm);
+        for &observer in &self.observer.0 {
+            for &x in &xdp {
+                for &f in &frags {
+                    for mode in self.modes() {
+                        let arm = Arm {
+                            mode,
+                            xdp: x,
+                            frags: f,
+                            observer,
+                            per_xdp_mode,
+                            per_frags,
+                        };
+                        if !arms.iter().any(|a| a.key() == arm.key()) {
+                            arms.push(arm);
+                        }
                     }
                 }
             }
@@ -302,6 +319,14 @@ impl CompareArgs {
             arms.push(Arm::no_bpf());
         }
         arms
+    }
+
+    /// `--observer` as given, for run.json.
+    pub fn observer_name(&self) -> String {
+        match self.observer.0.as_slice() {
+            [one] => one.as_str().to_string(),
+            _ => "all".to_string(),
+        }
     }
 
     pub fn protos(&self) -> Vec<Proto> {
@@ -383,6 +408,18 @@ mod tests {
         );
         let off = <Cli as clap::Parser>::try_parse_from(["compare", "--observer", "off"]);
         assert!(off.is_err());
+        // The observer bench: untuned observed every way, and with no BPF.
+        assert_eq!(
+            keys(&parse(&[
+                "--steer",
+                "none",
+                "--xdp-mode",
+                "both",
+                "--observer",
+                "all"
+            ])),
+            ["none", "none-drv", "none-skb", NO_BPF_ARM]
+        );
     }
 
     #[test]

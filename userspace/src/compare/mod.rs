@@ -16,7 +16,7 @@ mod ssh;
 mod watch;
 mod witness;
 
-pub use args::{Arm, CompareArgs, ProtoArg, SteerArg, XdpArg};
+pub use args::{Arm, CompareArgs, Observers, ProtoArg, SteerArg, XdpArg};
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
@@ -136,7 +136,8 @@ fn measure(
             for proto in args.protos() {
                 screen.begin(label(proto));
                 let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
-                let session = ModeSession::start(site, arm, proto, args.interval, args.server_io)?;
+                let session =
+                    ModeSession::start(site, arm, proto, args.interval, args.server_io, args.tc)?;
                 let attached = witness::read(site)?;
                 witness::check(&arm, &site.server_dev, &attached)?;
                 let spec = LoadSpec {
@@ -220,6 +221,7 @@ fn measure(
         arms: arms.iter().map(Arm::key).collect(),
         xdp_mode: Some(format!("{:?}", args.xdp_mode).to_lowercase()),
         xdp_frags: Some(format!("{:?}", args.xdp_frags).to_lowercase()),
+        observer: Some(args.observer_name()),
         body_size: args.body_size,
         rate: args.rate,
         protos: args.protos(),

@@ -135,6 +135,12 @@ impl Screen {
         let Some(t) = self.terminal.as_mut() else {
             return Ok(false);
         };
+        // A terminal gone for good (window closed, SSH dropped) stops the run as q does:
+        // everything is restored on the way out.
+        if view::terminal_gone() {
+            eprintln!("rxsteer compare: the terminal went away: stopping");
+            return Ok(true);
+        }
         let shown = &self.shown;
         t.draw(|f| draw(f, shown))?;
         while event::poll(Duration::ZERO)? {

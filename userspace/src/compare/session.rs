@@ -34,6 +34,7 @@ impl ModeSession {
         proto: Proto,
         interval: Duration,
         server_io: ServerIo,
+        tc: rxsteer_dataplane::TcChoice,
     ) -> Result<Self> {
         let mode = arm.mode;
         let me = std::env::current_exe()?;
@@ -53,6 +54,8 @@ impl ModeSession {
             format!("{}ms", interval.as_millis()),
             "--observer".into(),
             arm.observer.as_str().into(),
+            "--tc".into(),
+            tc.as_str().into(),
         ];
         match mode {
             Mode::Cpumap => args.extend([

@@ -26,6 +26,8 @@ pub struct Served {
     child: Child,
     pub http: SocketAddr,
     pub zap: SocketAddr,
+    /// What it printed after its ready line, gathered until it exits.
+    said: Option<std::thread::JoinHandle<String>>,
 }
 
 fn addr_after(line: &str, key: &str) -> SocketAddr {
@@ -51,12 +53,29 @@ impl Served {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         err.read_line(&mut line).unwrap();
-        std::thread::spawn(move || for _ in err.lines() {});
+        let said = std::thread::spawn(move || {
+            let mut all = String::new();
+            for l in err.lines().map_while(Result::ok) {
+                all.push_str(&l);
+                all.push('\n');
+            }
+            all
+        });
         Self {
             http: addr_after(&line, "HTTP on "),
             zap: addr_after(&line, "ZAP on "),
             child,
+            said: Some(said),
         }
+    }
+
+    /// SIGTERM, then everything it printed after its ready line (the exit summary last).
+    pub fn stop(mut self) -> String {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        self.said
+            .take()
+            .map_or(String::new(), |h| h.join().unwrap())
     }
 
     fn status_kib(&self, key: &str) -> u64 {

@@ -1,0 +1,291 @@
+//! What observing costs (`cargo xtask bench observer`): comparisons of untuned observed every
+//! way (`rxsteer compare --steer none --observer all`) beside untuned with no BPF at all,
+//! each arm's req/s over the no-BPF arm's in the same repetition, and the CPU each spent per
+//! request, read from /proc/stat for every arm alike.
+use anyhow::{bail, Result};
+use rxsteer_records::{
+    run::{arm_label, median, range, NO_BPF_ARM},
+    Observer, Proto, Row, RunDoc, Scenario,
+};
+use serde::Serialize;
+use std::{fmt::Write as _, path::Path};
+
+/// The default observer may cost at most this share of the no-BPF req/s (median).
+pub const TARGET: f64 = 0.03;
+/// An arm whose req/s spreads more than this (max/min) over repetitions is noisy.
+const NOISY: f64 = 1.5;
+
+/// One observed arm against the no-BPF arm of its load.
+#[derive(Clone, Debug, Serialize)]
+pub struct ArmCost {
+    pub arm: String,
+    pub label: String,
+    pub observer: Option<Observer>,
+    /// Per repetition: this arm's req/s over the no-BPF arm's.
+    pub ratios: Vec<f64>,
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Median over repetitions: every CPU's busy time (/proc/stat) per request, in us.
+    pub busy_us_per_request: f64,
+    /// Median: receive work (NET_RX + receive kthreads) per request, in us; only where the
+    /// softirq accounting ran (not in the no-BPF arm).
+    pub receive_us_per_request: Option<f64>,
+    pub noisy: bool,
+}
+
+/// One load (a scenario), all its arms.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadCost {
+    pub scenario: Scenario,
+    pub run: String,
+    pub reps: u32,
+    pub no_bpf_req_per_s: f64,
+    pub no_bpf_busy_us_per_request: f64,
+    pub arms: Vec<ArmCost>,
+    /// Why the machine was not quiet, when the run went ahead anyway.
+    pub loaded_machine: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ObserverBench {
+    pub target: f64,
+    pub loads: Vec<LoadCost>,
+    /// Per load: the default observer against the target, met or by how much not.
+    pub verdicts: Vec<String>,
+}
+
+/// us of `per_s` (ms per second, summed over CPUs) per request at `rps`.
+fn per_request(ms_per_s: f64, rps: Option<f64>) -> Option<f64> {
+    rps.filter(|r| *r > 0.0).map(|r| ms_per_s / r * 1000.0)
+}
+
+fn busy_us(r: &Row) -> Option<f64> {
+    let busy: f64 = r.time_ms_per_s.as_ref()?.iter().map(|t| t.busy()).sum();
+    per_request(busy, r.req_per_s)
+}
+
+fn receive_us(r: &Row) -> Option<f64> {
+    if r.observer == Some(Observer::Off) {
+        return None;
+    }
+    per_request(r.receive_ms_per_s.iter().sum(), r.req_per_s)
+}
+
+fn median_of(rows: &[&Row], f: fn(&Row) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
+    (!v.is_empty()).then(|| median(&v))
+}
+
+/// One stored comparison's arms against its no-BPF arm (HTTP, the protocol the bench drives).
+pub fn load_cost(doc: &RunDoc, run: &str) -> Result<LoadCost> {
+    let proto = Proto::Http;
+    let base = doc.of(NO_BPF_ARM, proto);
+    if base.is_empty() {
+        bail!("{run}: no {NO_BPF_ARM} arm over HTTP: not an observer comparison");
+    }
+    let (arms, _) = doc.dims();
+    let mut out = Vec::new();
+    for a in arms.iter().filter(|a| a.as_str() != NO_BPF_ARM) {
+        let mine = doc.of(a, proto);
+        let ratios: Vec<f64> = (0..doc.reps())
+            .filter_map(|rep| {
+                let with = rxsteer_records::run::find(&doc.runs, rep, a, proto)?.req_per_s?;
+                let without =
+                    rxsteer_records::run::find(&doc.runs, rep, NO_BPF_ARM, proto)?.req_per_s?;
+                Some(with / without.max(1e-9))
+            })
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        let (low, high) = range(&ratios);
+        let rps: Vec<f64> = mine.iter().filter_map(|r| r.req_per_s).collect();
+        let (lo, hi) = range(&rps);
+        out.push(ArmCost {
+            arm: a.clone(),
+            label: arm_label(a),
+            observer: mine.first().and_then(|r| r.observer),
+            median: median(&ratios),
+            low,
+            high,
+            ratios,
+            busy_us_per_request: median_of(&mine, busy_us).unwrap_or(0.0),
+            receive_us_per_request: median_of(&mine, receive_us),
+            noisy: rps.len() > 1 && hi > NOISY * lo,
+        });
+    }
+    let base_rps: Vec<f64> = base.iter().filter_map(|r| r.req_per_s).collect();
+    Ok(LoadCost {
+        scenario: doc.scenario,
+        run: run.to_string(),
+        reps: doc.reps(),
+        no_bpf_req_per_s: median(&base_rps),
+        no_bpf_busy_us_per_request: median_of(&base, busy_us).unwrap_or(0.0),
+        arms: out,
+        loaded_machine: doc.loaded_machine.clone(),
+    })
+}
+
+/// The bench over its stored comparisons (`dirs`, each with a run.json).
+pub fn summarize(dirs: &[&Path]) -> Result<ObserverBench> {
+    let mut loads = Vec::new();
+    for d in dirs {
+        loads.push(load_cost(&crate::read(d)?, &d.display().to_string())?);
+    }
+    let verdicts = loads.iter().filter_map(verdict).collect();
+    Ok(ObserverBench {
+        target: TARGET,
+        loads,
+        verdicts,
+    })
+}
+
+/// The default observer (the receive tracepoints) against the target on one load.
+fn verdict(l: &LoadCost) -> Option<String> {
+    let a = l
+        .arms
+        .iter()
+        .find(|a| a.observer == Some(Observer::Tracepoint))?;
+    let cost = 1.0 - a.median;
+    Some(if cost <= TARGET {
+        format!(
+            "{}: the default observer cost {:.1} % (median), target at most {:.0} %: met",
+            l.scenario,
+            cost * 100.0,
+            TARGET * 100.0
+        )
+    } else {
+        format!(
+            "{}: the default observer cost {:.1} % (median), target at most {:.0} %: NOT met, by {:.1} points",
+            l.scenario,
+            cost * 100.0,
+            TARGET * 100.0,
+            (cost - TARGET) * 100.0
+        )
+    })
+}
+
+/// The bench's printed output.
+pub fn render(b: &ObserverBench) -> Result<String> {
+    let mut o = String::new();
+    writeln!(o, "observer cost: untuned observed each way, req/s over untuned with no BPF in the same repetition (HTTP/1.1)")?;
+    for l in &b.loads {
+        writeln!(
+            o,
+            "\n{} ({} repetitions, arms rotated; {}): no BPF {:.0} req/s, {:.1} us busy CPU per request{}",
+            l.scenario,
+            l.reps,
+            l.run,
+            l.no_bpf_req_per_s,
+            l.no_bpf_busy_us_per_request,
+            l.loaded_machine
+                .as_ref()
+                .map_or(String::new(), |m| format!("; LOADED MACHINE: {m}"))
+        )?;
+        for a in &l.arms {
+            writeln!(
+                o,
+                "  {:<28} {:.2}x ({:.2}-{:.2})  busy {:.1} us/request  receive {}{}",
+                a.label,
+                a.median,
+                a.low,
+                a.high,
+                a.busy_us_per_request,
+                a.receive_us_per_request
+                    .map_or("-".into(), |r| format!("{r:.1} us/request")),
+                if a.noisy { "  NOISY" } else { "" }
+            )?;
+        }
+    }
+    writeln!(o)?;
+    for v in &b.verdicts {
+        writeln!(o, "{v}")?;
+    }
+    Ok(o)
+}
+
+/// The one line `--observer xdp` in skb mode and old runs' reports quote (results/observer-cost.txt).
+pub fn cost_line(b: &ObserverBench, stored: &str) -> String {
+    let of = |obs: &str| -> Vec<String> {
+        b.loads
+            .iter()
+            .filter_map(|l| {
+                let a = l.arms.iter().find(|a| a.arm == obs)?;
+                Some(format!(
+                    "{:.2}x ({:.2}-{:.2}) on {}",
+                    a.median, a.low, a.high, l.scenario
+                ))
+            })
+            .collect()
+    };
+    format!(
+        "untuned with the XDP observer in skb mode served {} and in driver mode {}, the receive tracepoints {}, of the req/s with no BPF (veth lab, median of repetitions; {stored})",
+        of("none-skb").join(", "),
+        of("none-drv").join(", "),
+        of("none").join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rep: u32, arm: &str, obs: Observer, rps: f64) -> Row {
+        Row {
+            rep,
+            arm: Some(arm.into()),
+            proto: Proto::Http,
+            observer: Some(obs),
+            req_per_s: Some(rps),
+            receive_ms_per_s: vec![100.0, 0.0],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_arm_is_a_ratio_to_no_bpf_in_its_repetition() {
+        let mut runs = Vec::new();
+        for (rep, base, skb) in [(0, 1000.0, 0.5), (1, 1200.0, 0.25), (2, 1100.0, 0.45)] {
+            runs.push(row(rep, NO_BPF_ARM, Observer::Off, base));
+            runs.push(row(rep, "none", Observer::Tracepoint, base * 0.99));
+            runs.push(row(rep, "none-skb", Observer::Xdp, base * skb));
+        }
+        let doc = RunDoc {
+            scenario: Scenario::Upload,
+            runs,
+            ..Default::default()
+        };
+        let l = load_cost(&doc, "results/x").unwrap();
+        let tp = &l.arms[0];
+        assert_eq!(tp.arm, "none");
+        assert!((tp.median - 0.99).abs() < 1e-9 && !tp.noisy, "{tp:?}");
+        let receive = tp.receive_us_per_request.unwrap();
+        assert!(
+            (receive - 100.0 / 1089.0 * 1000.0).abs() < 1e-6,
+            "{receive}"
+        );
+        let skb = &l.arms[1];
+        assert!((skb.median - 0.45).abs() < 1e-9);
+        assert!(skb.noisy, "300-500 req/s is a 1.67x spread");
+        let b = ObserverBench {
+            target: TARGET,
+            verdicts: vec![verdict(&l).unwrap()],
+            loads: vec![l],
+        };
+        assert_eq!(
+            b.verdicts[0],
+            "upload: the default observer cost 1.0 % (median), target at most 3 %: met"
+        );
+        let line = cost_line(&b, "results/x");
+        assert!(
+            line.starts_with(
+                "untuned with the XDP observer in skb mode served 0.45x (0.25-0.50) on upload"
+            ),
+            "{line}"
+        );
+        assert!(render(&b).unwrap().contains("NOISY"));
+        let none = RunDoc::default();
+        assert!(load_cost(&none, "r").is_err());
+    }
+}
