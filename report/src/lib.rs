@@ -4,6 +4,7 @@
 mod markdown;
 pub mod observer;
 pub mod predict;
+pub mod recommend;
 mod svg;
 
 pub use markdown::{render, summary};

@@ -120,8 +120,37 @@ pub fn summary(run: &RunDoc) -> Result<String> {
             o,
             "(ratios to untuned, same repetition and protocol; untuned carries no XDP program unless the run says so)"
         )?;
+        if !arms.iter().all(|a| is_untuned(a)) {
+            for line in crate::recommend::lines(run) {
+                writeln!(o, "{line}")?;
+            }
+        }
     }
     Ok(o)
+}
+
+/// Per protocol: what to deploy, why, and the command (see `recommend`).
+fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
+    let (arms, _) = run.dims();
+    if !arms.iter().any(|a| is_untuned(a)) || arms.iter().all(|a| is_untuned(a)) {
+        return Ok(());
+    }
+    writeln!(o, "## Recommendation\n")?;
+    for &p in protos {
+        let r = crate::recommend::recommend(run, p);
+        writeln!(
+            o,
+            "- **{}: {}.** {}.",
+            p.label(),
+            r.verdict,
+            r.reasons.join("; ")
+        )?;
+        if let Some(c) = &r.command {
+            writeln!(o, "  Apply it: `{c}`")?;
+        }
+    }
+    writeln!(o)?;
+    Ok(())
 }
 
 /// The report's markdown for a run.
@@ -245,6 +274,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
             env.before.rxsteer.git
         )?;
     }
+    recommendation_section(&mut o, run, &protos)?;
     xdp_section(&mut o, rows)?;
     observer_section(&mut o, run, &arms, &protos)?;
     writeln!(o, "## Throughput per repetition\n")?;

@@ -1,6 +1,7 @@
-//! The two framings the connection loop serves, behind one small trait: split a whole request
-//! off the front of the buffered bytes, and encode a response (may_minihttp's shape). The loop
-//! in [`crate::conn`] is written once over it.
+//! The two framings both engines serve, behind one small trait: split a whole request off the
+//! front of the buffered bytes, and encode a response (may_minihttp's shape).
+//! [`crate::batch::answer`], which the epoll loop ([`crate::conn`]) and the io_uring engine
+//! ([`crate::uring`]) both call, is written once over it.
 use rxsteer_wire::{
     http1::{parse_request, write_head, write_response},
     zaphttp::{decode_request, encode_response, encode_response_head, split_frame},

@@ -108,6 +108,38 @@ fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
     );
     assert!(lab_namespaces().is_empty());
 
+    // 2b. After a SIGKILL, `rxsteer restore` removes them too (their owner is gone), and
+    // refuses to while a live lab owns them.
+    let mut child = Command::new(RXSTEER)
+        .args(["lab", "-d", "30s", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("observing") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "lab exited early");
+    }
+    let out = Command::new(RXSTEER).arg("restore").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("in use by rxsteer (pid {})", child.id())),
+        "{said}"
+    );
+    assert_eq!(lab_namespaces().len(), 2, "a live lab is left to its owner");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = Command::new(RXSTEER).arg("restore").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("removed network namespace rxs-lab-s left by a killed lab or compare"),
+        "{said}"
+    );
+    assert!(lab_namespaces().is_empty());
+
     // 3. Roles that do not fit the machine are refused before anything is created.
     let out = Command::new(RXSTEER)
         .args(["lab", "--rx-cpu", "4096"])

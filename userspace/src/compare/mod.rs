@@ -136,6 +136,9 @@ fn measure(
             for proto in args.protos() {
                 screen.begin(label(proto));
                 let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
+                if arm.observer == rxsteer_dataplane::ObserverChoice::Off {
+                    witness::wait_unloaded(std::time::Duration::from_secs(5))?;
+                }
                 let session =
                     ModeSession::start(site, arm, proto, args.interval, args.server_io, args.tc)?;
                 let attached = witness::read(site)?;

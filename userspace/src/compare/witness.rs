@@ -56,6 +56,19 @@ pub fn read(site: &Site) -> Result<Attached> {
     })
 }
 
+/// Before the no-BPF arm: waits (at most `within`) until none of rxsteer's programs is
+/// loaded. The kernel frees a cpumap's entries, and the `on_cpu` program each holds,
+/// asynchronously after the steering session ends, so they can outlive it briefly.
+pub fn wait_unloaded(within: std::time::Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + within;
+    while !rxsteer_dataplane::loaded_rxsteer_programs()?.is_empty()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 /// Refuses an arm whose attachments disturb what it claims to measure.
 pub fn check(arm: &Arm, dev: &str, seen: &Attached) -> Result<()> {
     if !arm.runs_xdp() {

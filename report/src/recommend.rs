@@ -1,0 +1,373 @@
+//! What to deploy, per protocol, from a comparison's stored figures: the steering arm that
+//! beat untuned in every repetition, or "keep untuned", or "no difference shown". Never an
+//! arm whose repetitions disagree or whose req/s spread marks it noisy.
+use rxsteer_records::{
+    run::{arm_label, median, range, split_arm, NO_BPF_ARM},
+    Mode, Proto, Row, RunDoc, XdpMode,
+};
+
+/// An arm must beat untuned by at least this (median) to be worth deploying.
+const MIN_GAIN: f64 = 1.05;
+/// A req/s spread (max/min over repetitions) above this is noise, not a result.
+const NOISY: f64 = 1.5;
+
+/// The recommendation for one protocol.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recommendation {
+    pub proto: Proto,
+    /// The arm to deploy; None: keep untuned, or nothing shown either way.
+    pub arm: Option<String>,
+    /// "deploy XDP cpumap (skb)", "keep untuned", "no difference shown".
+    pub verdict: String,
+    /// Why, each from the stored figures.
+    pub reasons: Vec<String>,
+    /// The command that applies it on the box the run measured.
+    pub command: Option<String>,
+}
+
+struct Candidate {
+    arm: String,
+    ratios: Vec<f64>,
+    spread: f64,
+}
+
+fn candidates(run: &RunDoc, proto: Proto) -> Vec<Candidate> {
+    let (arms, _) = run.dims();
+    arms.iter()
+        .filter(|a| a.as_str() != NO_BPF_ARM)
+        .filter(|a| !matches!(split_arm(a), Ok((Mode::None, _))))
+        .filter_map(|a| {
+            let ratios = run.ratios(a, proto);
+            let rps: Vec<f64> = run
+                .of(a, proto)
+                .iter()
+                .filter_map(|r| r.req_per_s)
+                .collect();
+            let (lo, hi) = range(&rps);
+            (!ratios.is_empty()).then(|| Candidate {
+                arm: a.clone(),
+                ratios,
+                spread: if rps.len() > 1 {
+                    hi / lo.max(1e-9)
+                } else {
+                    1.0
+                },
+            })
+        })
+        .collect()
+}
+
+/// The command that applies `arm` where the run measured it (the lab's steering targets, or
+/// the interface's).
+fn command(run: &RunDoc, arm: &str, rows: &[&Row]) -> Option<String> {
+    let setup = run.setup.as_ref()?;
+    let iface = if run.is_iface() {
+        setup.iface.clone()
+    } else {
+        "IFACE".to_string()
+    };
+    let cpus = setup
+        .steer_targets
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let (mode, _) = split_arm(arm).ok()?;
+    Some(match mode {
+        Mode::Rps => format!("rxsteer attach --iface {iface} --steer rps --cpus {cpus}"),
+        Mode::Cpumap => {
+            let xdp = rows
+                .iter()
+                .find_map(|r| r.xdp_mode)
+                .map_or("auto", XdpMode::as_str);
+            format!(
+                "rxsteer attach --iface {iface} --steer cpumap --http-cpus {cpus} --xdp-mode {xdp}"
+            )
+        }
+        Mode::None => return None,
+    })
+}
+
+/// The most common limit the arm's loads were given.
+fn limit(rows: &[&Row]) -> Option<String> {
+    let mut bounds: Vec<(&str, usize)> = Vec::new();
+    for b in rows
+        .iter()
+        .filter_map(|r| r.verdict.as_ref())
+        .map(|v| v.bound.as_str())
+    {
+        match bounds.iter_mut().find(|(x, _)| *x == b) {
+            Some(e) => e.1 += 1,
+            None => bounds.push((b, 1)),
+        }
+    }
+    bounds.sort_by_key(|b| std::cmp::Reverse(b.1));
+    bounds
+        .first()
+        .map(|(b, n)| format!("its loads were {b} ({n} of {})", rows.len()))
+}
+
+/// Untuned with its observer over untuned with no BPF, when the run measured both.
+fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
+    let v: Vec<f64> = (0..run.reps())
+        .filter_map(|rep| {
+            let with = rxsteer_records::run::find(&run.runs, rep, "none", proto)?.req_per_s?;
+            let without =
+                rxsteer_records::run::find(&run.runs, rep, NO_BPF_ARM, proto)?.req_per_s?;
+            Some(with / without.max(1e-9))
+        })
+        .collect();
+    (!v.is_empty()).then(|| {
+        format!(
+            "untuned was observed without XDP, at {:.2}x the req/s of untuned with no BPF (median)",
+            median(&v)
+        )
+    })
+}
+
+/// Whether the untuned arm the ratios are taken against carried no XDP program: otherwise
+/// (runs before the observer choice, or `--observer xdp`) untuned is slowed by the observer
+/// and every ratio to it reads high, so nothing is recommended from it.
+fn untuned_undisturbed(run: &RunDoc, proto: Proto) -> bool {
+    let untuned = run.of("none", proto);
+    !untuned.is_empty()
+        && untuned.iter().all(|r| {
+            r.observer
+                .is_some_and(|o| o != rxsteer_records::Observer::Xdp)
+        })
+}
+
+pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
+    if !untuned_undisturbed(run, proto) {
+        return Recommendation {
+            proto,
+            arm: None,
+            verdict: "no recommendation from this run".into(),
+            reasons: vec![
+                "Its untuned arm carried the observe-only XDP program (a run before the \
+                 observer choice, or --observer xdp), which slows it, so every ratio to it \
+                 reads high; a run with the default observer gives one"
+                    .into(),
+            ],
+            command: None,
+        };
+    }
+    let cands = candidates(run, proto);
+    let mut reasons = Vec::new();
+    let winners: Vec<&Candidate> = cands
+        .iter()
+        .filter(|c| c.ratios.iter().all(|&r| r > 1.0) && median(&c.ratios) >= MIN_GAIN)
+        .collect();
+    let best = winners
+        .iter()
+        .filter(|c| c.spread <= NOISY)
+        .max_by(|a, b| median(&a.ratios).total_cmp(&median(&b.ratios)));
+    for c in &winners {
+        if c.spread > NOISY {
+            reasons.push(format!(
+                "{} beat untuned in every repetition but its req/s spread {:.2}x: noisy, not recommended",
+                arm_label(&c.arm),
+                c.spread
+            ));
+        }
+    }
+    let (arm, verdict, command) = match best {
+        Some(c) => {
+            let (lo, hi) = range(&c.ratios);
+            reasons.insert(
+                0,
+                format!(
+                    "{} beat untuned in all {} repetitions: {:.2}x median ({lo:.2}-{hi:.2})",
+                    arm_label(&c.arm),
+                    c.ratios.len(),
+                    median(&c.ratios)
+                ),
+            );
+            let rows = run.of(&c.arm, proto);
+            reasons.extend(limit(&rows));
+            (
+                Some(c.arm.clone()),
+                format!("deploy {}", arm_label(&c.arm)),
+                command(run, &c.arm, &rows),
+            )
+        }
+        None if !cands.is_empty() && cands.iter().all(|c| c.ratios.iter().all(|&r| r < 1.0)) => {
+            reasons.push("every steering arm served less than untuned in every repetition".into());
+            (None, "keep untuned".to_string(), None)
+        }
+        None => {
+            for c in cands
+                .iter()
+                .filter(|c| c.spread <= NOISY || winners.is_empty())
+            {
+                let (lo, hi) = range(&c.ratios);
+                reasons.push(format!(
+                    "{}: {:.2}x median, {lo:.2}-{hi:.2} over {} repetitions: {}",
+                    arm_label(&c.arm),
+                    median(&c.ratios),
+                    c.ratios.len(),
+                    if lo <= 1.0 && hi >= 1.0 {
+                        "the repetitions disagree"
+                    } else {
+                        "below the 5 % worth deploying"
+                    }
+                ));
+            }
+            (None, "no difference shown".to_string(), None)
+        }
+    };
+    reasons.extend(observer_cost(run, proto));
+    if let Some(c) = rxsteer_records::small_machine_caveat(run.cpus.max(1)) {
+        if run.caveat.is_some() {
+            reasons.push(format!("measured where {c}"));
+        }
+    }
+    Recommendation {
+        proto,
+        arm,
+        verdict,
+        reasons,
+        command,
+    }
+}
+
+/// One line per protocol, for the end of `compare`.
+pub fn lines(run: &RunDoc) -> Vec<String> {
+    run.dims()
+        .1
+        .iter()
+        .map(|&p| {
+            let r = recommend(run, p);
+            format!(
+                "recommendation, {}: {}{}",
+                p.label(),
+                r.verdict,
+                r.command.map_or(String::new(), |c| format!(": {c}"))
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rep: u32, arm: &str, rps: f64) -> Row {
+        let (mode, _) = split_arm(arm).unwrap();
+        Row {
+            rep,
+            arm: Some(arm.into()),
+            mode,
+            proto: Proto::Http,
+            req_per_s: Some(rps),
+            observer: Some(match mode {
+                Mode::Cpumap => rxsteer_records::Observer::Xdp,
+                _ => rxsteer_records::Observer::Tracepoint,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn run(per_rep: &[(f64, f64, f64)]) -> RunDoc {
+        let mut runs = Vec::new();
+        for (rep, &(none, rps, cpumap)) in per_rep.iter().enumerate() {
+            let rep = rep as u32;
+            runs.extend([
+                row(rep, "none", none),
+                row(rep, "rps", rps),
+                row(rep, "cpumap-skb", cpumap),
+            ]);
+        }
+        RunDoc {
+            cpus: 20,
+            setup: Some(rxsteer_records::run::Setup {
+                steer_targets: vec![2, 3],
+                ..Default::default()
+            }),
+            runs,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_consistent_winner_is_recommended_with_its_command() {
+        let r = recommend(
+            &run(&[
+                (100.0, 120.0, 130.0),
+                (110.0, 125.0, 140.0),
+                (90.0, 100.0, 120.0),
+            ]),
+            Proto::Http,
+        );
+        assert_eq!(r.arm.as_deref(), Some("cpumap-skb"));
+        assert_eq!(r.verdict, "deploy XDP cpumap (skb)");
+        assert!(
+            r.reasons[0]
+                .starts_with("XDP cpumap (skb) beat untuned in all 3 repetitions: 1.30x median"),
+            "{r:?}"
+        );
+        assert_eq!(
+            r.command.as_deref(),
+            Some("rxsteer attach --iface IFACE --steer cpumap --http-cpus 2,3 --xdp-mode auto")
+        );
+    }
+
+    #[test]
+    fn disagreeing_repetitions_recommend_nothing() {
+        let r = recommend(
+            &run(&[
+                (100.0, 120.0, 90.0),
+                (100.0, 95.0, 115.0),
+                (100.0, 110.0, 101.0),
+            ]),
+            Proto::Http,
+        );
+        assert_eq!((r.arm, r.verdict.as_str()), (None, "no difference shown"));
+        assert!(
+            r.reasons
+                .iter()
+                .any(|x| x.contains("the repetitions disagree")),
+            "{:?}",
+            r.reasons
+        );
+        let r = recommend(
+            &run(&[(100.0, 90.0, 80.0), (100.0, 95.0, 85.0)]),
+            Proto::Http,
+        );
+        assert_eq!(r.verdict, "keep untuned");
+    }
+
+    #[test]
+    fn a_run_whose_untuned_carried_the_xdp_observer_recommends_nothing() {
+        let mut old = run(&[(100.0, 120.0, 130.0), (110.0, 125.0, 140.0)]);
+        for r in &mut old.runs {
+            r.observer = None;
+        }
+        let r = recommend(&old, Proto::Http);
+        assert_eq!(
+            (r.arm, r.verdict.as_str()),
+            (None, "no recommendation from this run")
+        );
+    }
+
+    #[test]
+    fn a_noisy_winner_is_not_recommended() {
+        // cpumap beats untuned every time, but its own req/s spread 2x.
+        let r = recommend(
+            &run(&[
+                (100.0, 90.0, 110.0),
+                (300.0, 280.0, 330.0),
+                (100.0, 95.0, 120.0),
+            ]),
+            Proto::Http,
+        );
+        assert_eq!(r.arm, None, "{r:?}");
+        assert!(
+            r.reasons
+                .iter()
+                .any(|x| x.contains("noisy, not recommended")),
+            "{:?}",
+            r.reasons
+        );
+    }
+}
