@@ -1,17 +1,5 @@
-//! The commit a run's results were measured with (run.json's environment), and what the last
-//! stored `cargo xtask bench observer` measured the skb-mode XDP observer to cost (the line
-//! `--observer xdp --xdp-mode skb` prints).
+//! The commit a run's results were measured with (run.json's environment).
 fn main() {
-    let cost = "../results/observer-cost.txt";
-    println!("cargo:rerun-if-changed={cost}");
-    let cost = std::fs::read_to_string(cost)
-        .ok()
-        .and_then(|s| s.lines().next().map(str::to_string))
-        .filter(|l| !l.trim().is_empty())
-        .unwrap_or_else(|| {
-            "unknown (no `cargo xtask bench observer` stored with this build)".into()
-        });
-    println!("cargo:rustc-env=RXSTEER_OBSERVER_COST={cost}");
     let git = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()

@@ -231,6 +231,8 @@ impl EmbeddedLab {
         if let Some(pid) = LabOwner::live() {
             bail!("the embedded lab is in use by rxsteer (pid {pid}): one lab at a time");
         }
+        // A killed owner's file goes with its namespaces.
+        let _ = std::fs::remove_file(LAB_OWNER);
         let listed = ip(&["netns", "list"])?;
         let ours: Vec<String> = listed
             .lines()

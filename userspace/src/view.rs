@@ -152,39 +152,75 @@ pub fn run(
             history.push_back(s);
             seen += 1;
         }
-        // A terminal that went away (its window closed, the SSH session dropped) ends the run
-        // as SIGHUP does: its input is at end-of-file for good, and polling it would spin.
-        if terminal_gone() {
-            eprintln!("rxsteer: the terminal went away: stopping");
-            break;
-        }
         terminal.draw(|f| draw(f, &history, &kinds, iface, how))?;
-        if event::poll(Duration::from_millis(100))? && is_quit(&event::read()?) {
-            break;
+        // Keys are read only when bytes wait: at end-of-file crossterm's poll spins on
+        // read(2) returning 0 and never returns (seen with strace), so a terminal that went
+        // away (its window closed, the SSH session dropped) is found here, and ends the run
+        // as SIGHUP does.
+        match wait_input(Duration::from_millis(100)) {
+            Input::Gone => {
+                forget_terminal();
+                break;
+            }
+            Input::Ready => {
+                if event::poll(Duration::ZERO)? && is_quit(&event::read()?) {
+                    break;
+                }
+            }
+            Input::Quiet => {}
         }
     }
     Ok(())
 }
 
-/// Whether the terminal on stdin hung up or closed: poll(2) reports POLLHUP, POLLERR or
-/// POLLNVAL there, or reading it returns end-of-file at once.
-pub fn terminal_gone() -> bool {
+/// What the terminal on stdin has for the view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// It hung up or closed (POLLHUP, POLLERR, POLLNVAL, or readable with nothing to read).
+    Gone,
+    /// Bytes wait: a key for crossterm to read.
+    Ready,
+    /// Nothing within the wait (or a signal cut it short).
+    Quiet,
+}
+
+/// The terminal is gone: stdin, stdout and stderr become /dev/null, so the way out (the
+/// restore, the lines it prints, the terminal guard's reset) cannot fail on it. A write to a
+/// hung-up terminal fails with EIO, and Rust's `eprintln!` panics on that.
+pub fn forget_terminal() {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for fd in 0..3 {
+        // SAFETY: dup2 onto the standard descriptors, from one this function owns.
+        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+    }
+}
+
+/// Waits up to `timeout` for input on stdin with poll(2), without reading it.
+pub fn wait_input(timeout: Duration) -> Input {
     let mut p = libc::pollfd {
         fd: 0,
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one pollfd on the stack, no wait.
-    if unsafe { libc::poll(&mut p, 1, 0) } <= 0 {
-        return false;
+    // SAFETY: one pollfd on the stack.
+    if unsafe { libc::poll(&mut p, 1, timeout.as_millis() as libc::c_int) } <= 0 {
+        return Input::Quiet;
     }
     if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-        return true;
+        return Input::Gone;
     }
-    // Readable with nothing to read is end-of-file; a key waiting is left for the view.
     let mut waiting: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int.
-    unsafe { libc::ioctl(0, libc::FIONREAD, &mut waiting) == 0 && waiting == 0 }
+    if unsafe { libc::ioctl(0, libc::FIONREAD, &mut waiting) } != 0 || waiting == 0 {
+        return Input::Gone;
+    }
+    Input::Ready
 }
 
 /// q, Esc or Ctrl-C (raw mode turns Ctrl-C into a key rather than a signal).

@@ -19,6 +19,27 @@ fn lab_namespaces() -> Vec<String> {
         .collect()
 }
 
+/// `rxsteer lab -d 30s --json`, once it says it observes (within 20 s).
+fn observing_lab() -> std::process::Child {
+    let mut child = Command::new(RXSTEER)
+        .args(["lab", "-d", "30s", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let start = Instant::now();
+    let mut line = String::new();
+    while !line.contains("observing") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "lab exited early");
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+    // Keep draining stderr so the lab never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    child
+}
+
 #[test]
 #[ignore = "needs root: builds the veth lab"]
 fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
@@ -75,20 +96,7 @@ fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
     assert!(lab_namespaces().is_empty(), "lab removed after a run");
 
     // 2. SIGKILL leaves the namespaces; the next start removes them and says so.
-    let mut child = Command::new(RXSTEER)
-        .args(["lab", "-d", "30s", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let start = Instant::now();
-    let mut line = String::new();
-    while !line.contains("observing") {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "lab exited early");
-        assert!(start.elapsed() < Duration::from_secs(20));
-    }
+    let mut child = observing_lab();
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(
@@ -110,18 +118,7 @@ fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
 
     // 2b. After a SIGKILL, `rxsteer restore` removes them too (their owner is gone), and
     // refuses to while a live lab owns them.
-    let mut child = Command::new(RXSTEER)
-        .args(["lab", "-d", "30s", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("observing") {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "lab exited early");
-    }
+    let mut child = observing_lab();
     let out = Command::new(RXSTEER).arg("restore").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(

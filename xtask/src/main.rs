@@ -139,12 +139,7 @@ fn real_main() -> Result<()> {
         }
         Task::Run { iface, args } => {
             build_ebpf(&paths)?;
-            cmd::run(
-                "build rxsteer",
-                cmd::cargo(None)
-                    .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
-                    .current_dir(&paths.root),
-            )?;
+            build_rxsteer(&paths)?;
             cmd::run(
                 "rxsteer compare",
                 std::process::Command::new(paths.root.join("target/release/rxsteer"))
@@ -196,12 +191,7 @@ fn real_main() -> Result<()> {
                 bench::run(&paths, &bench::SOAK)?;
             }
             if matches!(which, Which::Observer | Which::All) {
-                cmd::run(
-                    "build rxsteer",
-                    cmd::cargo(None)
-                        .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
-                        .current_dir(&paths.root),
-                )?;
+                build_rxsteer(&paths)?;
                 bench::observer(&paths)?;
             }
             if matches!(which, Which::Nginx | Which::All) {
@@ -270,6 +260,16 @@ fn ebpf_cargo(paths: &Paths, sub: &str) -> std::process::Command {
     .env("PATH", std::env::join_paths(dirs).expect("PATH"))
     .current_dir(paths.root.join("ebpf"));
     c
+}
+
+/// rxsteer and rxload in release, as the main job and the observer bench run them.
+fn build_rxsteer(paths: &Paths) -> Result<()> {
+    cmd::run(
+        "build rxsteer",
+        cmd::cargo(None)
+            .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
+            .current_dir(&paths.root),
+    )
 }
 
 fn build_ebpf(paths: &Paths) -> Result<()> {

@@ -135,20 +135,24 @@ impl Screen {
         let Some(t) = self.terminal.as_mut() else {
             return Ok(false);
         };
-        // A terminal gone for good (window closed, SSH dropped) stops the run as q does:
-        // everything is restored on the way out.
-        if view::terminal_gone() {
-            eprintln!("rxsteer compare: the terminal went away: stopping");
-            return Ok(true);
-        }
         let shown = &self.shown;
         t.draw(|f| draw(f, shown))?;
-        while event::poll(Duration::ZERO)? {
-            if view::is_quit(&event::read()?) {
-                return Ok(true);
+        // Keys only when bytes wait (see view::wait_input); a terminal gone for good (window
+        // closed, SSH dropped) stops the run as q does: everything is restored on the way out.
+        loop {
+            match view::wait_input(Duration::ZERO) {
+                view::Input::Gone => {
+                    view::forget_terminal();
+                    return Ok(true);
+                }
+                view::Input::Ready if event::poll(Duration::ZERO)? => {
+                    if view::is_quit(&event::read()?) {
+                        return Ok(true);
+                    }
+                }
+                _ => return Ok(false),
             }
         }
-        Ok(false)
     }
 }
 
