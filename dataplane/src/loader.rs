@@ -626,12 +626,10 @@ impl Counters {
 }
 
 /// The inode number of this thread's network namespace (what the kernel keeps as
-/// `net->ns.inum`).
+/// `net->ns.inum`): the thread's, as the lab loads from a thread it moved into a namespace.
 fn netns_inum() -> Result<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let ino = std::fs::metadata("/proc/thread-self/ns/net")
-        .context("reading this thread's network namespace")?
-        .ino();
+    let ino = rxsteer_tune::sysctl::netns_inode("thread-self")
+        .context("reading this thread's network namespace")?;
     u32::try_from(ino).context("network namespace inode above 32 bits")
 }
 

@@ -66,16 +66,20 @@ impl Sampler {
     }
 }
 
+/// One map's per-CPU values, or none without BPF (they then read as zero).
+fn maps<T>(c: Option<&Counters>, read: fn(&Counters) -> Result<Vec<T>>) -> Result<Vec<T>> {
+    c.map_or(Ok(vec![]), read)
+}
+
 fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
-    let read = |f: fn(&Counters) -> Result<Vec<RxStats>>| c.map_or(Ok(vec![]), f);
     Ok(Snapshot {
         at: Instant::now(),
-        rx: read(Counters::rx)?,
-        softirq: c.map_or(Ok(vec![]), Counters::softirq)?,
-        xdp: c.map_or(Ok(vec![]), Counters::xdp_trace)?,
-        on_cpu: read(Counters::on_cpu)?,
-        tc_ingress: read(Counters::tc_ingress)?,
-        tc_egress: read(Counters::tc_egress)?,
+        rx: maps(c, Counters::rx)?,
+        softirq: maps(c, Counters::softirq)?,
+        xdp: maps(c, Counters::xdp_trace)?,
+        on_cpu: maps(c, Counters::on_cpu)?,
+        tc_ingress: maps(c, Counters::tc_ingress)?,
+        tc_egress: maps(c, Counters::tc_egress)?,
         softnet: procfs::softnet_stat()?,
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,
@@ -145,7 +149,7 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
         };
         sample.cpus.push(CpuSample {
             cpu,
-            packets: class.iter().sum::<u64>() + r1.unclassified.saturating_sub(r0.unclassified),
+            packets: r1.total_packets().saturating_sub(r0.total_packets()),
             bytes: r1.total_bytes().saturating_sub(r0.total_bytes()),
             class_packets: ClassPackets::from_array(&class),
             ipv4: r1.ipv4.saturating_sub(r0.ipv4),

@@ -466,8 +466,14 @@ impl RunDoc {
 
     /// Per repetition, an arm's ratio to its untuned.
     pub fn ratios(&self, arm: &str, proto: Proto) -> Vec<f64> {
+        self.ratios_to(arm, &base_arm_in(&self.runs, arm), proto)
+    }
+
+    /// Per repetition, an arm's req/s over `base`'s (e.g. untuned over the no-BPF arm: what
+    /// observing cost).
+    pub fn ratios_to(&self, arm: &str, base: &str, proto: Proto) -> Vec<f64> {
         (0..self.reps())
-            .filter_map(|rep| ratio_in(&self.runs, rep, arm, proto))
+            .filter_map(|rep| ratio_to(&self.runs, rep, arm, base, proto))
             .collect()
     }
 }
@@ -486,7 +492,12 @@ pub fn find<'a>(rows: &'a [Row], rep: u32, arm: &str, proto: Proto) -> Option<&'
 /// An arm's req/s over its untuned's in one repetition (same protocol and variant): the one
 /// ratio function, for the live screen and the report alike.
 pub fn ratio_in(rows: &[Row], rep: u32, arm: &str, proto: Proto) -> Option<f64> {
-    let b = find(rows, rep, &base_arm_in(rows, arm), proto)?.req_per_s?;
+    ratio_to(rows, rep, arm, &base_arm_in(rows, arm), proto)
+}
+
+/// An arm's req/s over `base`'s in one repetition and protocol.
+pub fn ratio_to(rows: &[Row], rep: u32, arm: &str, base: &str, proto: Proto) -> Option<f64> {
+    let b = find(rows, rep, base, proto)?.req_per_s?;
     Some(find(rows, rep, arm, proto)?.req_per_s? / b.max(1e-9))
 }
 

@@ -211,6 +211,18 @@ pub struct Observed {
     pub tc: TcAttached,
 }
 
+impl Observed {
+    /// Nothing loaded (`--observer off`): CPU time from /proc only.
+    pub fn no_bpf() -> Self {
+        Self {
+            observer: Observer::Off,
+            xdp_mode: None,
+            xdp_frags: false,
+            tc: TcAttached::Unavailable("no BPF program (--observer off)".into()),
+        }
+    }
+}
+
 /// One line of `top --json` / `attach --json`, and of a comparison's `samples-*.jsonl` (which
 /// adds the phase). Lines stored before a field existed read it as absent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -120,10 +120,8 @@ pub fn summary(run: &RunDoc) -> Result<String> {
             o,
             "(ratios to untuned, same repetition and protocol; untuned carries no XDP program unless the run says so)"
         )?;
-        if !arms.iter().all(|a| is_untuned(a)) {
-            for line in crate::recommend::lines(run) {
-                writeln!(o, "{line}")?;
-            }
+        for line in crate::recommend::lines(run) {
+            writeln!(o, "{line}")?;
         }
     }
     Ok(o)
@@ -131,8 +129,7 @@ pub fn summary(run: &RunDoc) -> Result<String> {
 
 /// Per protocol: what to deploy, why, and the command (see `recommend`).
 fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
-    let (arms, _) = run.dims();
-    if !arms.iter().any(|a| is_untuned(a)) || arms.iter().all(|a| is_untuned(a)) {
+    if !crate::recommend::applies(run) {
         return Ok(());
     }
     writeln!(o, "## Recommendation\n")?;
@@ -453,12 +450,7 @@ fn observer_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Pro
             .iter()
             .filter(|a| is_untuned(a) && a.as_str() != NO_BPF_ARM)
         {
-            let v: Vec<f64> = (0..run.reps())
-                .filter_map(|rep| {
-                    let with = find(rows, rep, a, p)?.req_per_s?;
-                    Some(with / find(rows, rep, NO_BPF_ARM, p)?.req_per_s?.max(1e-9))
-                })
-                .collect();
+            let v = run.ratios_to(a, NO_BPF_ARM, p);
             if v.is_empty() {
                 continue;
             }

@@ -88,14 +88,7 @@ pub fn load_cost(doc: &RunDoc, run: &str) -> Result<LoadCost> {
     let mut out = Vec::new();
     for a in arms.iter().filter(|a| a.as_str() != NO_BPF_ARM) {
         let mine = doc.of(a, proto);
-        let ratios: Vec<f64> = (0..doc.reps())
-            .filter_map(|rep| {
-                let with = rxsteer_records::run::find(&doc.runs, rep, a, proto)?.req_per_s?;
-                let without =
-                    rxsteer_records::run::find(&doc.runs, rep, NO_BPF_ARM, proto)?.req_per_s?;
-                Some(with / without.max(1e-9))
-            })
-            .collect();
+        let ratios = doc.ratios_to(a, NO_BPF_ARM, proto);
         if ratios.is_empty() {
             continue;
         }

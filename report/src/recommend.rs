@@ -109,14 +109,7 @@ fn limit(rows: &[&Row]) -> Option<String> {
 
 /// Untuned with its observer over untuned with no BPF, when the run measured both.
 fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
-    let v: Vec<f64> = (0..run.reps())
-        .filter_map(|rep| {
-            let with = rxsteer_records::run::find(&run.runs, rep, "none", proto)?.req_per_s?;
-            let without =
-                rxsteer_records::run::find(&run.runs, rep, NO_BPF_ARM, proto)?.req_per_s?;
-            Some(with / without.max(1e-9))
-        })
-        .collect();
+    let v = run.ratios_to("none", NO_BPF_ARM, proto);
     (!v.is_empty()).then(|| {
         format!(
             "untuned was observed without XDP, at {:.2}x the req/s of untuned with no BPF (median)",
@@ -231,8 +224,19 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
     }
 }
 
-/// One line per protocol, for the end of `compare`.
+/// Whether the run can recommend at all: it has an untuned arm and a steering arm to weigh
+/// against it (the observer bench, untuned only, has nothing to recommend).
+pub fn applies(run: &RunDoc) -> bool {
+    let (arms, _) = run.dims();
+    let untuned = |a: &String| matches!(split_arm(a), Ok((Mode::None, _)));
+    arms.iter().any(untuned) && !arms.iter().all(untuned)
+}
+
+/// One line per protocol, for the end of `compare` (none where [`applies`] is false).
 pub fn lines(run: &RunDoc) -> Vec<String> {
+    if !applies(run) {
+        return vec![];
+    }
     run.dims()
         .1
         .iter()

@@ -17,7 +17,7 @@ use crate::{
     signals::stop_on_signals,
     top::{attach_observer, observe, say_observed, Output, TopArgs},
 };
-use rxsteer_records::{Mode, Observed, Observer, TcAttached, XdpMode};
+use rxsteer_records::{Mode, Observed, Observer, XdpMode};
 use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]
@@ -207,14 +207,7 @@ fn attach_programs(
     frags: bool,
 ) -> Result<(Observed, &'static str)> {
     let Some(dp) = dp else {
-        let tc = TcAttached::Unavailable("no BPF program (--observer off)".into());
-        let how = Observed {
-            observer: Observer::Off,
-            xdp_mode: None,
-            xdp_frags: false,
-            tc,
-        };
-        return Ok((how, RX_ACCOUNT));
+        return Ok((Observed::no_bpf(), RX_ACCOUNT));
     };
     let (observer, xdp_mode, program) = match steer_mode {
         Some(mode) => {

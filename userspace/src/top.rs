@@ -73,10 +73,6 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// What the skb-mode XDP observer was last measured to cost (`cargo xtask bench observer`,
-/// stored in results/observer-cost.txt when this rxsteer was built).
-pub const SKB_OBSERVER_COST: &str = rxsteer_report::OBSERVER_COST;
-
 /// Attaches what counts where the driver received when steering does not count itself:
 /// the receive tracepoints, or (asked for, or when the kernel lacks the tracepoints) the
 /// observe-only XDP program. Never XDP in skb mode unless asked for by name.
@@ -92,7 +88,8 @@ pub fn attach_observer(
         if m == XdpMode::Skb {
             eprintln!(
                 "rxsteer: --observer xdp in skb mode: the kernel copies every GRO'd packet \
-                 before the program runs; last measured cost: {SKB_OBSERVER_COST}"
+                 before the program runs; last measured cost: {}",
+                rxsteer_report::OBSERVER_COST
             );
         }
         Ok::<_, anyhow::Error>((Observer::Xdp, Some(m)))
@@ -199,13 +196,7 @@ pub fn observe_only(
     ports: &PortConfig,
 ) -> Result<(Option<Dataplane>, Observed, Sampler)> {
     if args.observer == ObserverChoice::Off {
-        let how = Observed {
-            observer: Observer::Off,
-            xdp_mode: None,
-            xdp_frags: false,
-            tc: TcAttached::Unavailable("no BPF program (--observer off)".into()),
-        };
-        return Ok((None, how, Sampler::new(None, &args.iface)?));
+        return Ok((None, Observed::no_bpf(), Sampler::new(None, &args.iface)?));
     }
     let mut dp = Dataplane::load(ports)?;
     dp.attach_tracepoints()?;
