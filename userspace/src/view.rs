@@ -152,7 +152,12 @@ pub fn run(
             history.push_back(s);
             seen += 1;
         }
-        terminal.draw(|f| draw(f, &history, &kinds, iface, how))?;
+        if let Err(e) = terminal.draw(|f| draw(f, &history, &kinds, iface, how)) {
+            if lost_terminal(&e) {
+                break;
+            }
+            return Err(e.into());
+        }
         // Keys are read only when bytes wait: at end-of-file crossterm's poll spins on
         // read(2) returning 0 and never returns (seen with strace), so a terminal that went
         // away (its window closed, the SSH session dropped) is found here, and ends the run
@@ -199,6 +204,17 @@ pub fn forget_terminal() {
         // SAFETY: dup2 onto the standard descriptors, from one this function owns.
         unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
     }
+}
+
+/// Whether a failed draw means the terminal went away (writes to a hung-up terminal fail
+/// with EIO, which can come before poll(2) reports the hang-up); if so, it is forgotten, and
+/// the run ends as on a hang-up.
+pub fn lost_terminal(e: &std::io::Error) -> bool {
+    let gone = e.raw_os_error() == Some(libc::EIO) || wait_input(Duration::ZERO) == Input::Gone;
+    if gone {
+        forget_terminal();
+    }
+    gone
 }
 
 /// Waits up to `timeout` for input on stdin with poll(2), without reading it.

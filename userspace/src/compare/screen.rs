@@ -136,7 +136,12 @@ impl Screen {
             return Ok(false);
         };
         let shown = &self.shown;
-        t.draw(|f| draw(f, shown))?;
+        if let Err(e) = t.draw(|f| draw(f, shown)) {
+            if view::lost_terminal(&e) {
+                return Ok(true);
+            }
+            return Err(e.into());
+        }
         // Keys only when bytes wait (see view::wait_input); a terminal gone for good (window
         // closed, SSH dropped) stops the run as q does: everything is restored on the way out.
         loop {
