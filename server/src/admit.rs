@@ -133,6 +133,13 @@ impl Limit {
     }
 }
 
+/// Closes a connection refused at the limit with a reset (SO_LINGER 0), not a FIN: the
+/// client learns at once, and the worker leaves no FIN_WAIT / TIME_WAIT socket behind for each
+/// one of a flood.
+pub fn refuse(s: impl std::os::fd::AsFd) {
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+}
+
 /// A place taken; given back on drop, however the connection ends.
 #[derive(Debug)]
 pub struct Admitted(Arc<Limit>);

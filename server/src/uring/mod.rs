@@ -266,8 +266,9 @@ impl Worker<'_> {
         self.backoff[listener].on_accept();
         // SAFETY: the accept just returned this descriptor, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(res) };
-        // Past the worker's limit: closed at once (the drop), counted in `refused`.
+        // Past the worker's limit: reset at once (the drop closes it), counted in `refused`.
         let Some(place) = self.limit.admit(&self.served.refused) else {
+            crate::admit::refuse(&fd);
             return;
         };
         let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
