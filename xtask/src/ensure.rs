@@ -118,35 +118,43 @@ fn apt_install(step: &str, missing: &[&str], did: &mut Vec<String>) -> Result<()
         );
     }
     eprintln!("xtask ensure: installing {}", missing.join(" "));
-    if dpkg_lock_held() {
-        eprintln!(
-            "xtask ensure: another apt or dpkg holds the dpkg lock (on a fresh box, often \
-             unattended-upgrades): waiting for it, at most {} s",
-            DPKG_LOCK_WAIT_S
-        );
-    }
-    // apt waits for the lock itself, bounded, instead of failing at once.
-    let wait = format!("DPkg::Lock::Timeout={DPKG_LOCK_WAIT_S}");
-    cmd::run(
-        "step packages (apt-get update)",
-        Command::new("apt-get").args(["-o", &wait, "update", "-qq"]),
-    )?;
-    cmd::run(
-        "step packages (apt-get install)",
-        Command::new("apt-get")
-            .args([
-                "-o",
-                &wait,
-                "install",
-                "-y",
-                "-qq",
-                "--no-install-recommends",
-            ])
-            .args(missing)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
+    apt_get("step packages (apt-get update)", &["update", "-qq"])?;
+    apt_get_install("step packages (apt-get install)", missing)?;
     did.push(format!("installed {}", missing.join(" ")));
     Ok(())
+}
+
+/// `apt-get install` of `pkgs`, non-interactive, waiting for the dpkg lock.
+fn apt_get_install(what: &str, pkgs: &[&str]) -> Result<()> {
+    let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    args.extend_from_slice(pkgs);
+    apt_get(what, &args)
+}
+
+/// apt-get with `args`, saying once when another apt or dpkg holds the lock; apt then waits
+/// for it itself, bounded, instead of failing at once.
+fn apt_get(what: &str, args: &[&str]) -> Result<()> {
+    if let Some(notice) = lock_wait_notice() {
+        eprintln!("{notice}");
+    }
+    let wait = format!("DPkg::Lock::Timeout={DPKG_LOCK_WAIT_S}");
+    cmd::run(
+        what,
+        Command::new("apt-get")
+            .args(["-o", &wait])
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+/// What ensure says while the dpkg lock is held by someone else; None when it is free.
+fn lock_wait_notice() -> Option<String> {
+    dpkg_lock_held().then(|| {
+        format!(
+            "xtask ensure: another apt or dpkg holds the dpkg lock (on a fresh box, often \
+             unattended-upgrades): waiting for it, at most {DPKG_LOCK_WAIT_S} s"
+        )
+    })
 }
 
 /// How long apt may wait for another apt or dpkg to let go of the lock.
@@ -340,18 +348,16 @@ fn mounts(did: &mut Vec<String>) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_lock_held_the_way_apt_holds_it_is_seen() {
-        let path = std::env::temp_dir().join(format!("rxsteer-lock-{}", std::process::id()));
-        std::fs::write(&path, b"").unwrap();
-        assert!(!lock_held(&path));
-        // Held by another process with fcntl (lockf), as apt holds lock-frontend.
+    /// A python3 holding `path` with fcntl (lockf), as apt holds lock-frontend, for `secs`;
+    /// returned once it holds it.
+    fn hold_lock(path: &Path, secs: u32) -> std::process::Child {
         let mut holder = Command::new("python3")
             .args([
                 "-c",
-                "import fcntl,sys,time; f=open(sys.argv[1],'w'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)",
+                "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(float(sys.argv[2]))",
             ])
-            .arg(&path)
+            .arg(path)
+            .arg(secs.to_string())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("python3");
@@ -362,6 +368,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(line.trim(), "held");
+        holder
+    }
+
+    #[test]
+    #[ignore = "needs root: holds the real dpkg lock and runs apt-get install"]
+    fn with_the_dpkg_lock_held_ensure_says_so_waits_and_proceeds_once_released() {
+        // Held for 3 s, as unattended-upgrades holds it on a freshly booted box.
+        let mut holder = hold_lock(Path::new(DPKG_LOCK), 3);
+        let notice = lock_wait_notice().expect("the held lock is seen");
+        assert!(notice.contains("waiting for it, at most 600 s"), "{notice}");
+        // A package every Debian box has, never upgraded: apt takes the lock for it, has
+        // nothing to install, and the host stays as it was.
+        let t0 = std::time::Instant::now();
+        apt_get(
+            "test (apt-get install --no-upgrade dpkg)",
+            &["install", "-y", "-qq", "--no-upgrade", "dpkg"],
+        )
+        .expect("proceeds once the lock is released");
+        let waited = t0.elapsed();
+        holder.wait().unwrap();
+        assert!(
+            waited >= std::time::Duration::from_millis(2500),
+            "apt-get returned after {waited:?}: it did not wait for the lock"
+        );
+        assert!(lock_wait_notice().is_none(), "and the lock is free after");
+    }
+
+    #[test]
+    fn a_lock_held_the_way_apt_holds_it_is_seen() {
+        let path = std::env::temp_dir().join(format!("rxsteer-lock-{}", std::process::id()));
+        std::fs::write(&path, b"").unwrap();
+        assert!(!lock_held(&path));
+        // Held by another process with fcntl (lockf), as apt holds lock-frontend.
+        let mut holder = hold_lock(&path, 30);
         assert!(lock_held(&path), "the other process's lock is seen");
         holder.kill().unwrap();
         holder.wait().unwrap();
