@@ -13,7 +13,7 @@ impl std::fmt::Display for UnknownName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:?} is not a {}: expected one of {}",
+            "{:?} is not a valid {}: expected one of {}",
             self.given,
             self.what,
             self.accepted.join(", ")
@@ -250,7 +250,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a steering mode: expected one of none, rps, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, cpumap"
         );
         assert!(serde_json::from_str::<Proto>("\"quic\"").is_err());
     }

@@ -18,39 +18,51 @@ use std::path::Path;
 
 /// The per-CPU receive work over time of one arm's first repetition (every sample, the
 /// protocols one after the other), from its stored samples.
-fn heatmap_cells(dir: &Path, arm: &str, doc: &RunDoc) -> Vec<Vec<f64>> {
+/// A protocol whose samples file is absent (an external load, a failed repetition) has no
+/// columns; a line that does not parse is an error naming the file and line.
+fn heatmap_cells(dir: &Path, arm: &str, doc: &RunDoc) -> Result<Vec<Vec<f64>>> {
     let (_, protos) = doc.dims();
-    let text: String = protos
-        .iter()
-        .filter_map(|p| {
-            std::fs::read_to_string(dir.join(format!("samples-{arm}-{p}-rep0.jsonl"))).ok()
-        })
-        .collect();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<SampleLine>(l).ok())
-        .map(|l| {
+    let mut cells = Vec::new();
+    for p in protos {
+        let path = dir.join(format!("samples-{arm}-{p}-rep0.jsonl"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let l: SampleLine = serde_json::from_str(line)
+                .with_context(|| format!("{} line {}", path.display(), n + 1))?;
             let secs = l.sample.interval_s.max(1e-9);
-            l.sample
-                .cpus
-                .iter()
-                .map(|c| c.receive_ns() as f64 / 1e6 / secs)
-                .collect()
-        })
-        .collect()
+            cells.push(
+                l.sample
+                    .cpus
+                    .iter()
+                    .map(|c| c.receive_ns() as f64 / 1e6 / secs)
+                    .collect(),
+            );
+        }
+    }
+    Ok(cells)
 }
 
 /// What the last stored `cargo xtask bench observer` measured the XDP observer to cost, in
 /// one line with its results/ path (see build.rs).
 pub const OBSERVER_COST: &str = env!("RXSTEER_OBSERVER_COST");
 
-/// Reads `DIR/run.json`. An arm whose steering mode is unknown is an error naming the file
-/// and the field, never a guess.
+/// Reads `DIR/run.json`. A value the file gets wrong (an unknown mode, protocol, arm) is an
+/// error naming the file and the field, never a guess.
 pub fn read(dir: &Path) -> Result<RunDoc> {
     let path = dir.join("run.json");
-    let doc: RunDoc = serde_json::from_slice(
-        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-    )
-    .with_context(|| format!("{} is not a comparison's run.json", path.display()))?;
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: RunDoc =
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{} is not a comparison's run.json: {}: {}",
+                    path.display(),
+                    e.path(),
+                    e.inner()
+                )
+            })?;
     for (i, r) in doc.runs.iter().enumerate() {
         rxsteer_records::run::split_arm(r.arm())
             .with_context(|| format!("{}: runs[{i}].arm", path.display()))?;
@@ -108,7 +120,7 @@ pub fn run(dir: &Path) -> Result<()> {
         );
         std::fs::write(
             dir.join(format!("heatmap-{a}.svg")),
-            svg::heatmap(&title, &heatmap_cells(dir, a, &doc), &kinds),
+            svg::heatmap(&title, &heatmap_cells(dir, a, &doc)?, &kinds),
         )?;
         let bars = markdown::time_rows(&doc, a);
         if !bars.is_empty() {
@@ -164,9 +176,48 @@ mod tests {
         std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
         let e = format!("{:#}", read(&dir).unwrap_err());
         assert!(
-            e.contains("run.json: runs[1].arm") && e.contains("\"turbo\" is not a steering mode"),
+            e.contains("run.json: runs[1].arm") && e.contains("\"turbo\" is not a valid steering mode"),
             "{e}"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unknown_stored_name_is_refused_naming_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("rxsteer-badname-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (field, value, said) in [
+            (
+                "mode",
+                "fast",
+                "runs[2].mode: \"fast\" is not a valid steering mode",
+            ),
+            ("proto", "quic", "runs[2].proto: \"quic\" is not a valid protocol"),
+            (
+                "observer",
+                "ebpf",
+                "runs[2].observer: \"ebpf\" is not a valid observer",
+            ),
+            (
+                "xdp_mode",
+                "hw",
+                "runs[2].xdp_mode: \"hw\" is not a valid XDP mode",
+            ),
+        ] {
+            let mut v = run();
+            v["runs"][2][field] = value.into();
+            std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
+            let e = format!("{:#}", read(&dir).unwrap_err());
+            assert!(
+                e.contains("run.json is not a comparison's run.json: ") && e.contains(said),
+                "{e}"
+            );
+        }
+        // A samples line that does not parse stops the report, naming file and line.
+        std::fs::write(dir.join("run.json"), run().to_string()).unwrap();
+        std::fs::write(dir.join("samples-none-http-rep0.jsonl"), "{\"truncated\n").unwrap();
+        let e = format!("{:#}", super::run(&dir).unwrap_err());
+        assert!(e.contains("samples-none-http-rep0.jsonl line 1"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
