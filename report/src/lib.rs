@@ -176,7 +176,8 @@ mod tests {
         std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
         let e = format!("{:#}", read(&dir).unwrap_err());
         assert!(
-            e.contains("run.json: runs[1].arm") && e.contains("\"turbo\" is not a valid steering mode"),
+            e.contains("run.json: runs[1].arm")
+                && e.contains("\"turbo\" is not a valid steering mode"),
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
@@ -192,7 +193,11 @@ mod tests {
                 "fast",
                 "runs[2].mode: \"fast\" is not a valid steering mode",
             ),
-            ("proto", "quic", "runs[2].proto: \"quic\" is not a valid protocol"),
+            (
+                "proto",
+                "quic",
+                "runs[2].proto: \"quic\" is not a valid protocol",
+            ),
             (
                 "observer",
                 "ebpf",

@@ -57,8 +57,9 @@ fn candidates(run: &RunDoc, proto: Proto) -> Vec<Candidate> {
         .collect()
 }
 
-/// The command that applies `arm` where the run measured it (the lab's steering targets, or
-/// the interface's).
+/// The command that keeps `arm` in place at every boot where the run measured it (the lab's
+/// steering targets, or the interface's): `rxsteer install`, which `rxsteer uninstall` takes
+/// back.
 fn command(run: &RunDoc, arm: &str, rows: &[&Row]) -> Option<String> {
     let setup = run.setup.as_ref()?;
     let iface = if run.is_iface() {
@@ -74,14 +75,14 @@ fn command(run: &RunDoc, arm: &str, rows: &[&Row]) -> Option<String> {
         .join(",");
     let (mode, _) = split_arm(arm).ok()?;
     Some(match mode {
-        Mode::Rps => format!("rxsteer attach --iface {iface} --steer rps --cpus {cpus}"),
+        Mode::Rps => format!("rxsteer install --iface {iface} --steer rps --cpus {cpus}"),
         Mode::Cpumap => {
             let xdp = rows
                 .iter()
                 .find_map(|r| r.xdp_mode)
                 .map_or("auto", XdpMode::as_str);
             format!(
-                "rxsteer attach --iface {iface} --steer cpumap --http-cpus {cpus} --xdp-mode {xdp}"
+                "rxsteer install --iface {iface} --steer cpumap --http-cpus {cpus} --xdp-mode {xdp}"
             )
         }
         Mode::None => return None,
@@ -312,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             r.command.as_deref(),
-            Some("rxsteer attach --iface IFACE --steer cpumap --http-cpus 2,3 --xdp-mode auto")
+            Some("rxsteer install --iface IFACE --steer cpumap --http-cpus 2,3 --xdp-mode auto")
         );
     }
 

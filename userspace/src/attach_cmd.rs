@@ -45,7 +45,7 @@ pub struct AttachArgs {
 }
 
 /// Every flag checked against the machine before anything on it changes.
-fn validate(args: &AttachArgs) -> Result<SteerSets> {
+pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
     let o = &args.observe;
     check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
     let online = online_cpus()?;

@@ -4,15 +4,21 @@ use std::ffi::CString;
 
 /// The interface's index, or an error naming it when it does not exist or is down.
 pub fn require_up(name: &str) -> Result<u32> {
+    let index = require_exists(name)?;
+    if !is_up(name)? {
+        bail!("interface {name:?} is down: bring it up first (ip link set {name} up)");
+    }
+    Ok(index)
+}
+
+/// The interface's index, or an error naming it when it does not exist.
+pub fn require_exists(name: &str) -> Result<u32> {
     validate_name(name)?;
     let c = CString::new(name)?;
     // SAFETY: c is a valid NUL-terminated string.
     let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if index == 0 {
         bail!("interface {name:?} does not exist (in this network namespace)");
-    }
-    if !is_up(name)? {
-        bail!("interface {name:?} is down: bring it up first (ip link set {name} up)");
     }
     Ok(index)
 }

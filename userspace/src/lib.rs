@@ -5,6 +5,7 @@ pub mod compare;
 pub mod cpu_arg;
 pub mod host;
 pub mod iface;
+pub mod install;
 pub mod lab;
 pub mod lab_cmd;
 pub mod netns;

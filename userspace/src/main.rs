@@ -41,6 +41,14 @@ enum Cmd {
     /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
     /// per request and stage (writes RUN_DIR/predict-<N>cpus.md and .svg).
     Predict(PredictArgs),
+    /// Keep a steering in place at every boot: a systemd unit that applies it at start and
+    /// takes it back at stop (rps: RPS/RFS/XPS and sysctls; cpumap: attach as a service).
+    Install(rxsteer::install::InstallArgs),
+    /// What rxsteer installed, what is applied now, and whether the live values still match
+    /// (exit 3 when something installed is not in place).
+    Status(rxsteer::install::InstalledArgs),
+    /// Stop, disable and remove what `install` wrote: the host as it was before install.
+    Uninstall(rxsteer::install::InstalledArgs),
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo, POST /upload). Needs no privileges.
     Serve(rxsteer::serve_cmd::ServeArgs),
 }
@@ -83,6 +91,13 @@ fn main() {
         Cmd::Tune(cmd) => tune_cmd::run(&cmd),
         Cmd::Restore => tune_cmd::restore(),
         Cmd::Serve(args) => rxsteer::serve_cmd::run(&args),
+        Cmd::Install(args) => rxsteer::install::install(&args),
+        Cmd::Uninstall(args) => rxsteer::install::uninstall(&args),
+        Cmd::Status(args) => rxsteer::install::status(&args).map(|in_place| {
+            if !in_place {
+                std::process::exit(3);
+            }
+        }),
         Cmd::Compare(args) => rxsteer::compare::run(&args),
         Cmd::Report { dir } => rxsteer_report::run(&dir),
         Cmd::Predict(a) => rxsteer_report::predict::run(&rxsteer_report::predict::Ask {

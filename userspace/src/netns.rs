@@ -85,12 +85,21 @@ impl Netns {
 
     /// The XDP attach state `ip link` reports for `dev` ("xdp", "xdpgeneric", ...), if any.
     pub fn xdp_attached(&self, dev: &str) -> Result<Option<String>> {
-        let out = self.ip(&["-o", "link", "show", "dev", dev])?;
-        Ok(out
-            .split_whitespace()
-            .find(|w| w.starts_with("xdp"))
-            .map(str::to_string))
+        Ok(xdp_word(&self.ip(&["-o", "link", "show", "dev", dev])?))
     }
+}
+
+/// The XDP attachment (`xdp`, `xdpgeneric`) `ip -o link` shows on `dev` in this process's
+/// network namespace, if any.
+pub fn xdp_attached_here(dev: &str) -> Result<Option<String>> {
+    Ok(xdp_word(&ip(&["-o", "link", "show", "dev", dev])?))
+}
+
+fn xdp_word(ip_link: &str) -> Option<String> {
+    ip_link
+        .split_whitespace()
+        .find(|w| w.starts_with("xdp"))
+        .map(str::to_string)
 }
 
 impl Drop for Netns {

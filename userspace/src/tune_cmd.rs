@@ -14,7 +14,7 @@ use rxsteer_records::Mode;
 use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
 
 /// A profile that sets something: rps or cpumap.
-fn steering_profile(s: &str) -> Result<Mode, String> {
+pub fn steering_profile(s: &str) -> Result<Mode, String> {
     match s.parse::<Mode>() {
         Ok(Mode::None) | Err(_) => Err(format!("{s:?} is not a profile: expected rps or cpumap")),
         Ok(m) => Ok(m),

@@ -1,0 +1,177 @@
+//! The systemd unit that keeps a steering in place at every boot: its name, its commands and
+//! its text. One unit per interface.
+//!
+//! - `rps`: a oneshot with `RemainAfterExit`: `ExecStart` is `rxsteer tune apply` (snapshot,
+//!   then RPS/RFS/XPS and the reference sysctls), `ExecStop` is `rxsteer tune revert` (the
+//!   snapshot back, byte for byte). Nothing stays running.
+//! - `cpumap`: a long-running `rxsteer attach --steer cpumap` without a view, one summary line
+//!   a minute to the journal. Chosen over an XDP link pinned in bpffs by a oneshot because
+//!   attach already owns everything cpumap needs and undoes it on SIGTERM (the tuning, the XDP
+//!   and tc programs, the cpumap): a pinned link would outlive a crash with nobody to report
+//!   on it or take it back, where a crashed attach is restarted by systemd and its next start
+//!   restores what the crash left (the state file), and the journal shows where the frames
+//!   went minute by minute.
+use rxsteer_records::Mode;
+
+/// Where the unit file goes (systemd's directory for units the administrator installs).
+pub const UNIT_DIR: &str = "/etc/systemd/system";
+/// The copy of rxsteer the unit runs: a build directory can go away, a boot must not fail.
+pub const BINARY: &str = "/usr/local/libexec/rxsteer/rxsteer";
+/// How often the cpumap unit's attach logs a line.
+pub const LOG_EVERY: &str = "60s";
+
+/// What an install asks for, checked: the steering, its interface and CPU lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub iface: String,
+    pub steer: Mode,
+    /// rps: `--cpus`; cpumap: `--http-cpus`, `--zap-cpus`, `--other-cpus`, `--qsize`, as
+    /// given (flag, value): handed to the unit's command unchanged.
+    pub flags: Vec<(&'static str, String)>,
+}
+
+/// systemd's escaping of a path into a unit name (`systemd-escape --path`): `/` becomes `-`,
+/// and every byte but ASCII letters, digits, `:`, `_` and `.` (and a leading `.`) `\xNN`.
+pub fn escape_path(path: &str) -> String {
+    let trimmed = path.trim_matches('/');
+    let mut out = String::new();
+    for (i, b) in trimmed.bytes().enumerate() {
+        match b {
+            b'/' => out.push('-'),
+            b'.' if i == 0 => out.push_str("\\x2e"),
+            b if b.is_ascii_alphanumeric() || b == b':' || b == b'_' || b == b'.' => {
+                out.push(b as char)
+            }
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// The unit's name: `rxsteer-enP7s7.service`.
+pub fn unit_name(iface: &str) -> String {
+    format!("rxsteer-{}.service", escape_path(iface))
+}
+
+/// The device unit systemd makes for the interface.
+pub fn device_unit(iface: &str) -> String {
+    format!(
+        "{}.device",
+        escape_path(&format!("/sys/subsystem/net/devices/{iface}"))
+    )
+}
+
+impl Ask {
+    /// The unit's main command, after the binary.
+    pub fn exec_start(&self) -> Vec<String> {
+        let mut argv: Vec<String> = match self.steer {
+            Mode::Cpumap => ["attach", "--iface", &self.iface, "--steer", "cpumap"]
+                .map(String::from)
+                .to_vec(),
+            _ => ["tune", "apply", "--iface", &self.iface, "--profile", "rps"]
+                .map(String::from)
+                .to_vec(),
+        };
+        for (flag, value) in &self.flags {
+            argv.push(flag.to_string());
+            argv.push(value.clone());
+        }
+        if self.steer == Mode::Cpumap {
+            argv.extend(["--interval".into(), LOG_EVERY.into()]);
+        }
+        argv
+    }
+
+    /// The command that takes it back: rps's revert; cpumap's attach undoes itself on the
+    /// SIGTERM systemd sends.
+    pub fn exec_stop(&self) -> Option<Vec<String>> {
+        (self.steer != Mode::Cpumap).then(|| vec!["tune".into(), "revert".into()])
+    }
+
+    /// The unit file's text.
+    pub fn unit_text(&self) -> String {
+        let dev = device_unit(&self.iface);
+        let line = |argv: &[String]| format!("{BINARY} {}", argv.join(" "));
+        let what = match self.steer {
+            Mode::Cpumap => "XDP cpumap steering (RPS, RFS and XPS off)",
+            _ => "RPS/RFS/XPS and the reference sysctls",
+        };
+        let mut s = format!(
+            "# Written by `rxsteer install`; `rxsteer uninstall` removes it. Do not edit: install\n\
+             # again with other flags instead.\n\
+             [Unit]\n\
+             Description=rxsteer: {what} on {iface}\n\
+             BindsTo={dev}\n\
+             After={dev} network-online.target\n\
+             Wants=network-online.target\n\
+             \n\
+             [Service]\n",
+            iface = self.iface
+        );
+        match self.exec_stop() {
+            Some(stop) => {
+                s.push_str("Type=oneshot\nRemainAfterExit=yes\n");
+                s.push_str(&format!("ExecStart={}\n", line(&self.exec_start())));
+                s.push_str(&format!("ExecStop={}\n", line(&stop)));
+            }
+            None => {
+                s.push_str("Type=simple\n");
+                s.push_str(&format!("ExecStart={}\n", line(&self.exec_start())));
+                // attach restores on SIGTERM; a crash is restarted, and the next start puts
+                // back what the crash left.
+                s.push_str("KillSignal=SIGTERM\nTimeoutStopSec=30s\n");
+                s.push_str("Restart=on-failure\nRestartSec=5s\n");
+            }
+        }
+        s.push_str("\n[Install]\nWantedBy=multi-user.target\n");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped_as_systemd_escapes_them() {
+        assert_eq!(unit_name("enP7s7"), "rxsteer-enP7s7.service");
+        assert_eq!(unit_name("veth-a.1"), "rxsteer-veth\\x2da.1.service");
+        assert_eq!(unit_name(".x"), "rxsteer-\\x2ex.service");
+        assert_eq!(
+            device_unit("enP7s7"),
+            "sys-subsystem-net-devices-enP7s7.device"
+        );
+    }
+
+    #[test]
+    fn rps_is_a_oneshot_that_reverts_and_cpumap_a_service_that_logs() {
+        let rps = Ask {
+            iface: "eth0".into(),
+            steer: Mode::Rps,
+            flags: vec![("--cpus", "1-3".into())],
+        };
+        let t = rps.unit_text();
+        assert!(t.contains("Type=oneshot\nRemainAfterExit=yes\n"), "{t}");
+        assert!(t.contains(&format!(
+            "ExecStart={BINARY} tune apply --iface eth0 --profile rps --cpus 1-3\n"
+        )));
+        assert!(
+            t.contains(&format!("ExecStop={BINARY} tune revert\n")),
+            "{t}"
+        );
+        let cpumap = Ask {
+            iface: "eth0".into(),
+            steer: Mode::Cpumap,
+            flags: vec![("--http-cpus", "2".into())],
+        };
+        let t = cpumap.unit_text();
+        assert!(t.contains(&format!(
+            "ExecStart={BINARY} attach --iface eth0 --steer cpumap --http-cpus 2 --interval 60s\n"
+        )));
+        assert!(
+            !t.contains("ExecStop") && t.contains("Restart=on-failure"),
+            "{t}"
+        );
+        assert!(t.contains("BindsTo=sys-subsystem-net-devices-eth0.device"));
+    }
+}

@@ -1,0 +1,505 @@
+//! `rxsteer install | status | uninstall` as a user runs them, in veth labs the tests create.
+//! This machine's systemd is not PID 1, so the units are written into an image tree
+//! (`--root`, enabled there by `systemctl --root`), checked by `systemd-analyze verify`, and
+//! their ExecStart and ExecStop run by hand in the lab as systemd would run them: the values
+//! are applied, status sees them (and sees another tool change one), stop puts the host back
+//! byte for byte, and uninstall leaves the tree as it was.
+mod common;
+
+use common::{lab, online_cpus};
+use rxsteer::netns::{Netns, VethLab};
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
+const BINARY: &str = "/usr/local/libexec/rxsteer/rxsteer";
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// rxsteer in the lab's server namespace.
+fn rxsteer(ns: &Netns, args: &[&str]) -> Output {
+    ns.command(RXSTEER).args(args).output().unwrap()
+}
+
+/// Every file under `root`, with its bytes, and every directory.
+fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                out.push((e.path(), None));
+                dirs.push(e.path());
+            } else if t.is_symlink() {
+                out.push((
+                    e.path(),
+                    Some(
+                        std::fs::read_link(e.path())
+                            .unwrap()
+                            .into_os_string()
+                            .into_encoded_bytes(),
+                    ),
+                ));
+            } else {
+                out.push((e.path(), Some(std::fs::read(e.path()).unwrap())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every value the profiles may write in the server namespace, as read.
+fn values(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
+    let dev = &lab.server_dev;
+    let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
+        .iter()
+        .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
+        .collect();
+    for (name, _, scope) in rxsteer_tune::sysctl::REFERENCE {
+        if scope == rxsteer_tune::sysctl::Scope::PerNetns {
+            paths.push(rxsteer_tune::sysctl::path(name).display().to_string());
+        }
+    }
+    paths
+        .into_iter()
+        .map(|p| {
+            let o = lab.server.command("cat").arg(&p).output().unwrap();
+            (p, o.stdout)
+        })
+        .collect()
+}
+
+/// The unit's `Key=` command, with the image's binary in place of the installed path.
+fn command_of(unit: &str, key: &str, root: &Path) -> Option<Vec<String>> {
+    let line = unit
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))?;
+    let mut argv: Vec<String> = line.split_whitespace().map(String::from).collect();
+    assert_eq!(argv[0], BINARY, "{unit}");
+    argv[0] = root.join(&BINARY[1..]).display().to_string();
+    Some(argv)
+}
+
+/// An empty image tree for one test.
+fn image(tag: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("rxsteer-image-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("etc/systemd/system")).unwrap();
+    root
+}
+
+/// `systemd-analyze verify` of the unit, its binary path pointed into the image: no error and
+/// no warning.
+fn verify(unit_text: &str, unit_name: &str, root: &Path) {
+    let dir = root.with_extension("verify");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(unit_name);
+    let image_bin = root.join(&BINARY[1..]).display().to_string();
+    std::fs::write(&file, unit_text.replace(BINARY, &image_bin)).unwrap();
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&file)
+        .output()
+        .expect("systemd-analyze (package systemd; cargo xtask test installs it)");
+    assert!(
+        o.status.success() && o.stderr.is_empty() && o.stdout.is_empty(),
+        "systemd-analyze verify {}: {}",
+        file.display(),
+        text(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn run(ns: &Netns, argv: &[String]) -> Output {
+    ns.command(&argv[0]).args(&argv[1..]).output().unwrap()
+}
+
+#[test]
+#[ignore = "needs root: tunes a veth lab and writes units into an image tree"]
+fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leave_nothing() {
+    let cpus = online_cpus();
+    let target = *cpus.last().unwrap();
+    let lab = lab('i');
+    let dev = lab.server_dev.clone();
+    let root = image("rps");
+    let root_s = root.display().to_string();
+    let (tree_before, values_before) = (tree(&root), values(&lab));
+
+    // A dry run prints the unit and the values, and writes nothing.
+    let dry = rxsteer(
+        &lab.server,
+        &[
+            "install",
+            "--root",
+            &root_s,
+            "--iface",
+            &dev,
+            "--steer",
+            "rps",
+            "--dry-run",
+        ],
+    );
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("Type=oneshot")
+            && text(&dry).contains("at start it would change")
+            && text(&dry).contains("rx-0/rps_cpus"),
+        "{}",
+        text(&dry)
+    );
+    assert_eq!(tree(&root), tree_before, "a dry run writes nothing");
+    let o = rxsteer(
+        &lab.server,
+        &[
+            "install",
+            "--root",
+            &root_s,
+            "--iface",
+            &dev,
+            "--steer",
+            "rps",
+            "--cpus",
+            &target.to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
+    assert!(
+        text(&o).contains(&format!(
+            "installed {unit_name} (rps on {dev}): enabled in the image"
+        )),
+        "{}",
+        text(&o)
+    );
+    let unit_path = root.join("etc/systemd/system").join(&unit_name);
+    let unit = std::fs::read_to_string(&unit_path).unwrap();
+    assert!(
+        root.join("etc/systemd/system/multi-user.target.wants")
+            .join(&unit_name)
+            .is_symlink(),
+        "enabled in the image"
+    );
+    assert_eq!(
+        values(&lab),
+        values_before,
+        "install itself changes no value"
+    );
+    verify(&unit, &unit_name, &root);
+
+    // Installed once: a second install is refused, naming the unit.
+    let again = rxsteer(
+        &lab.server,
+        &[
+            "install", "--root", &root_s, "--iface", &dev, "--steer", "cpumap",
+        ],
+    );
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        text(&again).contains(&format!("{unit_name} is already installed for {dev}")),
+        "{}",
+        text(&again)
+    );
+
+    // As systemd starts it.
+    let start = command_of(&unit, "ExecStart", &root).unwrap();
+    let o = run(&lab.server, &start);
+    assert!(o.status.success(), "ExecStart: {}", text(&o));
+    let mask = rxsteer_tune::cpus::cpumask(
+        &[target],
+        rxsteer_tune::cpus::nr_cpu_ids_under(Path::new("/")).unwrap(),
+    );
+    let rps = values(&lab)[0].1.clone();
+    assert_eq!(
+        rxsteer_tune::cpus::parse_cpumask(String::from_utf8_lossy(&rps).trim()).unwrap(),
+        rxsteer_tune::cpus::parse_cpumask(&mask).unwrap(),
+        "RPS on CPU {target}"
+    );
+    let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
+    assert!(s.status.success(), "{}", text(&s));
+    assert!(
+        text(&s).contains("applied now: rps on") && text(&s).contains("live values: all"),
+        "{}",
+        text(&s)
+    );
+
+    // Another tool changes a value: status says so, exit 3.
+    let rps_file = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
+    let w = lab
+        .server
+        .command("sh")
+        .args(["-c", &format!("echo 0 > {rps_file}")])
+        .output()
+        .unwrap();
+    assert!(w.status.success());
+    let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
+    assert_eq!(s.status.code(), Some(3), "{}", text(&s));
+    assert!(
+        text(&s).contains("no longer match what it applied: another tool changed them"),
+        "{}",
+        text(&s)
+    );
+
+    // As systemd stops it: every value back as it was before start.
+    let stop = command_of(&unit, "ExecStop", &root).unwrap();
+    let o = run(&lab.server, &stop);
+    assert!(o.status.success(), "ExecStop: {}", text(&o));
+    assert_eq!(values(&lab), values_before, "stop restores byte for byte");
+    let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
+    assert_eq!(s.status.code(), Some(3), "{}", text(&s));
+    assert!(
+        text(&s).contains("not applied now")
+            && text(&s).contains("applied now: nothing (no rxsteer tuning"),
+        "no state file left: {}",
+        text(&s)
+    );
+
+    let u = rxsteer(&lab.server, &["uninstall", "--root", &root_s]);
+    assert!(u.status.success(), "{}", text(&u));
+    assert!(
+        text(&u).contains(&format!("uninstalled {unit_name}")),
+        "{}",
+        text(&u)
+    );
+    assert_eq!(
+        tree(&root),
+        tree_before,
+        "the image as it was before install"
+    );
+    let u = rxsteer(&lab.server, &["uninstall", "--root", &root_s]);
+    assert!(
+        u.status.success() && text(&u).contains("nothing to uninstall"),
+        "{}",
+        text(&u)
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// ns on CPU of every cpumap kthread of `cpu` (`cpumap/CPU/map:ID`), from schedstat.
+fn cpumap_kthread_ns(cpu: u32) -> u64 {
+    let prefix = format!("cpumap/{cpu}/");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with(&prefix))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+#[ignore = "needs root: steers a veth lab with XDP and writes units into an image tree"]
+fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
+    let cpus = online_cpus();
+    assert!(
+        cpus.len() >= 2,
+        "needs 2 CPUs (sender and target), this machine has 1"
+    );
+    let (sender, target) = (cpus[0], *cpus.last().unwrap());
+    let lab = common::nic_lab('j');
+    let dev = lab.server_dev.clone();
+    let root = image("cpumap");
+    let root_s = root.display().to_string();
+    let (tree_before, values_before) = (tree(&root), values(&lab));
+    let o = rxsteer(
+        &lab.server,
+        &[
+            "install",
+            "--root",
+            &root_s,
+            "--iface",
+            &dev,
+            "--steer",
+            "cpumap",
+            "--http-cpus",
+            &target.to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
+    let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
+    verify(&unit, &unit_name, &root);
+    assert!(
+        command_of(&unit, "ExecStop", &root).is_none(),
+        "SIGTERM stops it: {unit}"
+    );
+
+    // As systemd runs it: stdout and stderr to the journal (here, pipes), until SIGTERM.
+    let start = command_of(&unit, "ExecStart", &root).unwrap();
+    let mut svc = lab
+        .server
+        .command(&start[0])
+        .args(&start[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(svc.stderr.take().unwrap());
+    let mut said = String::new();
+    let t0 = Instant::now();
+    // Observing, then (stdout is no terminal) plain lines, as under systemd: no view.
+    while !said.contains("one line per interval") {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the unit's attach exited: {said}"
+        );
+        said.push_str(&line);
+        assert!(t0.elapsed() < Duration::from_secs(15), "{said}");
+    }
+    assert!(said.contains("steering cpumap (HTTP -> CPUs"), "{said}");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
+    assert!(s.status.success(), "{}", text(&s));
+    assert!(
+        text(&s).contains(&format!("XDP on {dev}: xdp")),
+        "{}",
+        text(&s)
+    );
+
+    // A TCP upload, the receiver on the target CPU: cpumap's kthread there does the work.
+    let kthread_before = cpumap_kthread_ns(target);
+    const BYTES: usize = 16 << 20;
+    let ip = lab.server_ip;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = lab.server.spawn(Some(target), move || {
+        let l = TcpListener::bind((ip, 8080))?;
+        tx.send(()).unwrap();
+        let (mut c, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0usize;
+        loop {
+            match c.read(&mut buf)? {
+                0 => return Ok(total),
+                n => total += n,
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    lab.client
+        .spawn(Some(sender), move || {
+            let mut s =
+                TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(5))?;
+            let chunk = vec![7u8; 1 << 16];
+            for _ in 0..BYTES / chunk.len() {
+                s.write_all(&chunk)?;
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .expect("upload through the unit's cpumap");
+    assert_eq!(sink.join().unwrap().unwrap(), BYTES);
+    let worked = cpumap_kthread_ns(target) - kthread_before;
+    assert!(
+        worked > 1_000_000,
+        "CPU {target}'s cpumap kthread ran {worked} ns for the upload"
+    );
+
+    // systemd's stop: SIGTERM, then the unit is done when the process exits.
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(svc.id() as i32, libc::SIGTERM) };
+    let status = svc.wait().unwrap();
+    assert!(
+        status.success(),
+        "attach ended cleanly on SIGTERM: {status:?}"
+    );
+    assert_eq!(lab.server.xdp_attached(&dev).unwrap(), None, "XDP detached");
+    assert_eq!(values(&lab), values_before, "tuning restored byte for byte");
+    let u = rxsteer(&lab.server, &["uninstall", "--root", &root_s]);
+    assert!(u.status.success(), "{}", text(&u));
+    assert_eq!(
+        tree(&root),
+        tree_before,
+        "the image as it was before install"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn without_systemd_install_says_so_with_the_boot_commands_and_changes_nothing() {
+    assert!(
+        !Path::new("/run/systemd/system").exists(),
+        "this test needs a box whose systemd is not running (it would install for real here)"
+    );
+    let o = Command::new(RXSTEER)
+        .args(["install", "--iface", "lo", "--steer", "rps", "--cpus", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(said.lines().count(), 1, "one line: {said}");
+    assert!(
+        said.contains("systemd is not running on this box")
+            && said.contains(&format!(
+                "run `{BINARY} tune apply --iface lo --profile rps --cpus 0` at boot instead"
+            ))
+            && said.contains("undo with `rxsteer tune revert`"),
+        "{said}"
+    );
+    assert!(!Path::new("/etc/rxsteer").exists() && !Path::new(BINARY).exists());
+    // Nothing installed: uninstall says so and succeeds; status too.
+    let u = Command::new(RXSTEER).arg("uninstall").output().unwrap();
+    assert!(
+        u.status.success() && text(&u).contains("nothing installed by rxsteer"),
+        "{}",
+        text(&u)
+    );
+}
+
+#[test]
+fn install_refuses_a_missing_interface_or_cpu_before_writing_anything() {
+    let root = image("bad");
+    let root_s = root.display().to_string();
+    let before = tree(&root);
+    for (args, said) in [
+        (
+            vec!["--iface", "rxs-nope0", "--steer", "rps"],
+            "interface \"rxs-nope0\" does not exist",
+        ),
+        (
+            vec!["--iface", "lo", "--steer", "rps", "--cpus", "4095"],
+            "CPU 4095 in --cpus is not online",
+        ),
+        (
+            vec!["--iface", "lo", "--steer", "cpumap", "--http-cpus", "4095"],
+            "CPU 4095 in --http-cpus is not online",
+        ),
+        (
+            vec!["--iface", "lo", "--steer", "rps", "--http-cpus", "0"],
+            "--http-cpus only applies to --steer cpumap",
+        ),
+    ] {
+        let o = Command::new(RXSTEER)
+            .args(["install", "--root", &root_s])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(said), "{args:?}: {}", text(&o));
+    }
+    let o = Command::new(RXSTEER)
+        .args(["install", "--iface", "lo", "--steer", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(tree(&root), before, "nothing written");
+    std::fs::remove_dir_all(&root).unwrap();
+}
