@@ -1,6 +1,7 @@
 //! After the tests: the machine must be as the tests found it. Fails naming whatever the tests
 //! left behind: their network namespaces, XDP programs on this namespace's interfaces, tuning
-//! state files (a change not reverted), each with the command that removes it.
+//! state files (a change not reverted), files of `rxsteer install`, each with the command that
+//! removes it.
 use anyhow::{bail, Result};
 use std::process::Command;
 
@@ -31,6 +32,23 @@ pub fn check() -> Result<()> {
                 "tuning state file {} (`rxsteer restore` in its network namespace)",
                 f.path().display()
             ));
+        }
+    }
+    // What `rxsteer install` writes on a live box (the tests install into image trees only).
+    for path in [
+        "/etc/rxsteer",
+        "/usr/local/libexec/rxsteer",
+        "/etc/systemd/system/multi-user.target.wants/rxsteer-",
+    ] {
+        let (dir, prefix) = path.rsplit_once('/').unwrap();
+        for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = f.file_name();
+            if name.to_string_lossy().starts_with(prefix) {
+                left.push(format!(
+                    "{} written by rxsteer install (`rxsteer uninstall`)",
+                    f.path().display()
+                ));
+            }
         }
     }
     if !left.is_empty() {
