@@ -38,6 +38,7 @@ pub fn check() -> Result<()> {
     for path in [
         "/etc/rxsteer",
         "/usr/local/libexec/rxsteer",
+        "/etc/systemd/system/rxsteer-",
         "/etc/systemd/system/multi-user.target.wants/rxsteer-",
     ] {
         let (dir, prefix) = path.rsplit_once('/').unwrap();
