@@ -80,7 +80,7 @@ fn server(vectored_min: usize, cpu: u32) -> rxsteer_server::Server {
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (client_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
-    let vectored = server(rxsteer_server::conn::VECTORED_MIN, server_cpu);
+    let vectored = server(rxsteer_server::config::VECTORED_MIN, server_cpu);
     let copying = server(usize::MAX, server_cpu);
     let body = vec![b'e'; BODY];
     let http_req = [

@@ -1,13 +1,13 @@
 //! Answering what is buffered: every whole request at the front of the input, each response
 //! encoded into `out`, until the input runs out, a request asks to close, the framing refuses
 //! the input, or a response's body is large enough to go out after `out` without copying.
-//! Both engines (tokio's epoll loop in [`crate::conn`] and [`crate::uring`]) drive their
+//! Both engines (tokio's epoll loop in [`crate::epoll`] and [`crate::uring`]) drive their
 //! connections through this one function, so they answer alike byte for byte.
 use std::ops::Range;
 use tokio::time::Instant;
 
 use crate::{
-    conn::ConnConfig,
+    config::ConnConfig,
     framing::{Framing, Split},
     handlers::{handle, Body},
 };

@@ -1,13 +1,13 @@
 //! The two framings both engines serve, behind one small trait: split a whole request off the
 //! front of the buffered bytes, and encode a response (may_minihttp's shape).
-//! [`crate::batch::answer`], which the epoll loop ([`crate::conn`]) and the io_uring engine
+//! [`crate::batch::answer`], which the epoll loop ([`crate::epoll`]) and the io_uring engine
 //! ([`crate::uring`]) both call, is written once over it.
 use rxsteer_wire::{
     http1::{parse_request, write_head, write_response},
     zaphttp::{decode_request, encode_response, encode_response_head, split_frame},
 };
 
-use crate::{conn::ConnConfig, handlers::CT_TEXT};
+use crate::{config::ConnConfig, handlers::CT_TEXT};
 
 /// One whole request, borrowed from the read buffer.
 pub struct Request<'a> {

@@ -1,13 +1,16 @@
 //! The HTTP/1.1 and ZAP-HTTP servers behind `rxsteer serve` and every server test and bench.
 //! One worker thread per CPU (optionally pinned), each with its own SO_REUSEPORT listener per
 //! transport (xitca-web's shape) and its own engine: a tokio current-thread runtime over epoll
-//! ([`conn`]) or an io_uring ([`uring`]); both answer through [`batch::answer`], one set of
-//! handlers behind both transports. Needs no privileges and no BPF.
+//! ([`epoll`]) or an io_uring ([`uring`]). Below both: [`config`], [`read_buf`], [`admit`],
+//! [`batch::answer`] over the two [`framing`]s, and one set of [`handlers`] behind both
+//! transports. Needs no privileges and no BPF.
 pub mod admit;
 pub mod batch;
-pub mod conn;
+pub mod config;
+pub mod epoll;
 pub mod framing;
 pub mod handlers;
+pub mod read_buf;
 pub mod uring;
 
 use anyhow::{bail, Context, Result};
@@ -17,17 +20,10 @@ use std::{
     time::Duration,
 };
 
-use conn::ConnConfig;
-use framing::{Http, Zap};
-pub use rxsteer_records::ServerIo;
+use config::ConnConfig;
+pub use rxsteer_records::{Proto, ServerIo};
 use rxsteer_tune::pin::pin_current_thread;
 use rxsteer_wire::http1::Limits;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    Http,
-    Zap,
-}
 
 /// Requests served, per transport, and connections turned away, for the whole server.
 #[derive(Debug, Default)]
@@ -67,7 +63,7 @@ impl Default for ServeConfig {
                 max_frame: rxsteer_wire::zap::MAX_FRAME,
                 idle: Duration::from_secs(60),
                 request: Duration::from_secs(10),
-                vectored_min: conn::VECTORED_MIN,
+                vectored_min: config::VECTORED_MIN,
                 max_connections: admit::default_max_connections(
                     std::thread::available_parallelism().map_or(1, |n| n.get()),
                 ),
@@ -101,9 +97,9 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
     if cfg.threads == 0 {
         bail!("a server needs at least one worker thread");
     }
-    let mut bound: Vec<(Transport, SocketAddr)> = Vec::new();
-    let mut first: Vec<(Transport, TcpListener)> = Vec::new();
-    for (t, addr) in [(Transport::Http, cfg.http), (Transport::Zap, cfg.zap)] {
+    let mut bound: Vec<(Proto, SocketAddr)> = Vec::new();
+    let mut first: Vec<(Proto, TcpListener)> = Vec::new();
+    for (t, addr) in [(Proto::Http, cfg.http), (Proto::Zap, cfg.zap)] {
         if let Some(addr) = addr {
             let l = listener(addr)?;
             bound.push((t, l.local_addr()?));
@@ -149,8 +145,8 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
     }
     let addr_of = |t| bound.iter().find(|(bt, _)| *bt == t).map(|&(_, a)| a);
     Ok(Server {
-        http: addr_of(Transport::Http),
-        zap: addr_of(Transport::Zap),
+        http: addr_of(Proto::Http),
+        zap: addr_of(Proto::Zap),
         served,
     })
 }
@@ -167,7 +163,7 @@ impl Started {
 }
 
 fn worker(
-    listeners: Vec<(Transport, TcpListener)>,
+    listeners: Vec<(Proto, TcpListener)>,
     cpu: Option<u32>,
     io: ServerIo,
     conn: Arc<ConnConfig>,
@@ -190,91 +186,7 @@ fn worker(
         return Ok(());
     }
     match io {
-        ServerIo::Epoll => epoll_worker(listeners, conn, served, started),
+        ServerIo::Epoll => epoll::worker(listeners, conn, served, |r| started.say(r)),
         ServerIo::Uring => uring::worker(listeners, conn, served, |r| started.say(r)),
-    }
-}
-
-fn epoll_worker(
-    listeners: Vec<(Transport, TcpListener)>,
-    conn: Arc<ConnConfig>,
-    served: Arc<Served>,
-    mut started: Started,
-) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .context("starting a tokio runtime");
-    let rt = match rt {
-        Ok(rt) => {
-            started.say(&Ok(()));
-            rt
-        }
-        Err(e) => {
-            started.say(&Err(e));
-            return Ok(());
-        }
-    };
-    // One limit for the worker, whichever listener a connection came in on.
-    let limit = Arc::new(admit::Limit::new(conn.max_connections));
-    rt.block_on(async move {
-        for (t, l) in listeners {
-            let l = tokio::net::TcpListener::from_std(l)?;
-            let (conn, served, limit) =
-                (Arc::clone(&conn), Arc::clone(&served), Arc::clone(&limit));
-            tokio::spawn(accept_loop(t, l, conn, served, limit));
-        }
-        std::future::pending::<Result<()>>().await
-    })
-}
-
-/// Accepts on one listener for ever: past the worker's limit a connection is closed at once
-/// and counted; out of descriptors or memory, accepting pauses (see `admit`).
-async fn accept_loop(
-    t: Transport,
-    l: tokio::net::TcpListener,
-    conn: Arc<ConnConfig>,
-    served: Arc<Served>,
-    limit: Arc<admit::Limit>,
-) {
-    let mut backoff = admit::Backoff::default();
-    loop {
-        let s = match l.accept().await {
-            Ok((s, _)) => s,
-            Err(e) => {
-                served
-                    .accept_errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let (pause, line) = backoff.on_error(&e, std::time::Instant::now());
-                if let Some(line) = line {
-                    eprintln!("{line}");
-                }
-                if let Some(p) = pause {
-                    tokio::time::sleep(p).await;
-                }
-                continue;
-            }
-        };
-        backoff.on_accept();
-        let Some(place) = limit.admit(&served.refused) else {
-            admit::refuse(&s);
-            drop(s);
-            // A flood past the limit must not take the worker's turns from the connections
-            // it holds: tokio would let this task refuse a whole budget (128) of them before
-            // any other ran (serve_limits' flood test saw p99 in milliseconds). One refusal
-            // per turn: the open connections run between any two.
-            tokio::task::yield_now().await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
-        let (conn, served) = (Arc::clone(&conn), Arc::clone(&served));
-        tokio::spawn(async move {
-            let _place = place;
-            let _ = match t {
-                Transport::Http => conn::serve::<Http>(s, &conn, &served.http).await,
-                Transport::Zap => conn::serve::<Zap>(s, &conn, &served.zap).await,
-            };
-        });
     }
 }

@@ -4,9 +4,10 @@ use tokio::time::Instant;
 
 use crate::{
     batch::{answer, Answered, BodyAt, End},
-    conn::{ConnConfig, ReadBuf},
+    config::ConnConfig,
     framing::{Framing, Http, Zap},
-    Transport,
+    read_buf::ReadBuf,
+    Proto,
 };
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -21,7 +22,7 @@ pub struct Flight {
 
 pub struct Conn {
     pub fd: OwnedFd,
-    pub transport: Transport,
+    pub transport: Proto,
     pub generation: u32,
     pub rd: ReadBuf,
     /// Input that arrived while a send was in flight.
@@ -61,25 +62,25 @@ impl Conn {
 }
 
 /// The most bytes one request of `t` may hold in the read buffer.
-pub fn read_limit(t: Transport, cfg: &ConnConfig) -> usize {
+pub fn read_limit(t: Proto, cfg: &ConnConfig) -> usize {
     match t {
-        Transport::Http => Http::read_limit(cfg),
-        Transport::Zap => Zap::read_limit(cfg),
+        Proto::Http => Http::read_limit(cfg),
+        Proto::Zap => Zap::read_limit(cfg),
     }
 }
 
-pub fn answer_any(t: Transport, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
+pub fn answer_any(t: Proto, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
     match t {
-        Transport::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
-        Transport::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
+        Proto::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
+        Proto::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
     }
 }
 
 /// Answers what the read buffer holds.
 pub fn answer_buffered(c: &mut Conn, cfg: &ConnConfig) -> Answered {
     match c.transport {
-        Transport::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
-        Transport::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+        Proto::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
+        Proto::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
     }
 }
 

@@ -29,8 +29,9 @@ use tokio::time::Instant;
 
 use crate::{
     batch::{partial_since, Answered, End},
-    conn::{ConnConfig, ReadBuf},
-    Served, Transport,
+    config::ConnConfig,
+    read_buf::ReadBuf,
+    Proto, Served,
 };
 
 mod buf_ring;
@@ -72,10 +73,11 @@ fn parts(ud: u64) -> (u64, usize, u32) {
 struct Worker<'a> {
     ring: IoUring,
     bufs: BufRing,
-    conns: Vec<Option<Box<Conn>>>,
-    free: Vec<usize>,
-    generations: Vec<u32>,
-    listeners: &'a [(Transport, TcpListener)],
+    /// Open connections by slot (the slot is in every operation's user data).
+    conns: slab::Slab<Box<Conn>>,
+    /// The next connection's generation: a slot reused by a later connection is told apart.
+    next_generation: u32,
+    listeners: &'a [(Proto, TcpListener)],
     cfg: &'a ConnConfig,
     served: &'a Served,
     tick: types::Timespec,
@@ -91,7 +93,7 @@ struct Worker<'a> {
 
 /// Serves `listeners` on this thread until the process exits.
 pub fn worker(
-    listeners: Vec<(Transport, TcpListener)>,
+    listeners: Vec<(Proto, TcpListener)>,
     cfg: Arc<ConnConfig>,
     served: Arc<Served>,
     ready: impl FnOnce(&Result<()>),
@@ -119,9 +121,8 @@ pub fn worker(
     let mut w = Worker {
         ring,
         bufs,
-        conns: Vec::new(),
-        free: Vec::new(),
-        generations: Vec::new(),
+        conns: slab::Slab::new(),
+        next_generation: 0,
         listeners: &listeners,
         cfg: &cfg,
         served: &served,
@@ -162,7 +163,7 @@ impl Worker<'_> {
     }
 
     fn arm_recv(&mut self, slot: usize) {
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         c.receiving = true;
         let e = opcode::RecvMulti::new(types::Fd(c.fd.as_raw_fd()), BUF_GROUP)
             .build()
@@ -221,7 +222,6 @@ impl Worker<'_> {
     fn is_current(&self, slot: usize, generation: u32) -> bool {
         self.conns
             .get(slot)
-            .and_then(|c| c.as_ref())
             .is_some_and(|c| c.generation == generation)
     }
 
@@ -272,18 +272,14 @@ impl Worker<'_> {
             return;
         };
         let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.conns.push(None);
-            self.generations.push(0);
-            self.conns.len() - 1
-        });
-        self.generations[slot] = self.generations[slot].wrapping_add(1);
+        let generation = self.next_generation;
+        self.next_generation = generation.wrapping_add(1);
         let transport = self.listeners[listener].0;
         let limit = connection::read_limit(transport, self.cfg);
-        self.conns[slot] = Some(Box::new(Conn {
+        let slot = self.conns.insert(Box::new(Conn {
             fd,
             transport,
-            generation: self.generations[slot],
+            generation,
             rd: ReadBuf::new(limit),
             stash: Vec::new(),
             out: Vec::with_capacity(BUF_SIZE),
@@ -305,7 +301,7 @@ impl Worker<'_> {
         let more = cqueue::more(flags);
         let bid = cqueue::buffer_select(flags);
         let cfg = self.cfg;
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         if !more {
             c.receiving = false;
         }
@@ -365,9 +361,9 @@ impl Worker<'_> {
         match answered {
             Ok(Some(a)) => self.respond(slot, a),
             Ok(None) => {}
-            Err(()) => self.conns[slot].as_mut().unwrap().shut_down(),
+            Err(()) => self.conns[slot].shut_down(),
         }
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         if c.flight.is_some() && c.stash.len() >= PAUSE_AT && !c.paused && !c.closing {
             c.paused = true;
             if more {
@@ -383,7 +379,7 @@ impl Worker<'_> {
     }
 
     fn sent(&mut self, slot: usize, res: i32) {
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         let f = c
             .flight
             .as_mut()
@@ -415,7 +411,7 @@ impl Worker<'_> {
         } else if !c.closing {
             self.answer_stash(slot);
         }
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         if resume && !c.closing && !c.eof {
             if c.flight.is_some() {
                 // Still behind a send: stay paused until it completes.
@@ -434,7 +430,7 @@ impl Worker<'_> {
     fn answer_stash(&mut self, slot: usize) {
         let cfg = self.cfg;
         loop {
-            let c = self.conns[slot].as_mut().unwrap();
+            let c = &mut self.conns[slot];
             let n = c
                 .stash
                 .len()
@@ -450,7 +446,7 @@ impl Worker<'_> {
             c.stash.drain(..n);
             let a = answer_buffered(c, cfg);
             self.respond(slot, a);
-            let c = self.conns[slot].as_ref().unwrap();
+            let c = &self.conns[slot];
             if c.flight.is_some() || c.closing || c.stash.is_empty() {
                 return;
             }
@@ -460,8 +456,8 @@ impl Worker<'_> {
     /// After answering from the read buffer: count, send what was encoded (with a body to go
     /// out uncopied), and restart the partial request's clock as the epoll engine does.
     fn respond(&mut self, slot: usize, a: Answered) {
-        self.served_count(self.conns[slot].as_ref().unwrap().transport, a.n);
-        let c = self.conns[slot].as_mut().unwrap();
+        self.served_count(self.conns[slot].transport, a.n);
+        let c = &mut self.conns[slot];
         let body: &[u8] = match &a.end {
             End::Body { at, .. } => at.bytes(c.rd.data(), &c.scratch),
             _ => &[],
@@ -482,7 +478,7 @@ impl Worker<'_> {
     }
 
     fn submit_flight(&mut self, slot: usize) {
-        let c = self.conns[slot].as_mut().unwrap();
+        let c = &mut self.conns[slot];
         let fd = types::Fd(c.fd.as_raw_fd());
         let f = c.flight.as_mut().unwrap();
         f.msg.msg_iov = f.iov.as_mut_ptr();
@@ -495,11 +491,11 @@ impl Worker<'_> {
         self.push(&e);
     }
 
-    fn served_count(&self, t: Transport, n: u64) {
+    fn served_count(&self, t: Proto, n: u64) {
         if n > 0 {
             let counter = match t {
-                Transport::Http => &self.served.http,
-                Transport::Zap => &self.served.zap,
+                Proto::Http => &self.served.http,
+                Proto::Zap => &self.served.zap,
             };
             counter.fetch_add(n, Ordering::Relaxed);
         }
@@ -508,17 +504,16 @@ impl Worker<'_> {
     /// Closes a connection that is done (closing, or the peer sent its last byte and every
     /// answer went out) once neither its receive nor a send is in flight.
     fn release(&mut self, slot: usize) {
-        let c = self.conns[slot].as_ref().unwrap();
+        let c = &self.conns[slot];
         if (c.closing || c.eof) && !c.receiving && c.flight.is_none() {
-            self.conns[slot] = None;
-            self.free.push(slot);
+            self.conns.remove(slot);
         }
     }
 
     fn on_tick(&mut self) {
         let now = self.now;
         let cfg = self.cfg;
-        for c in self.conns.iter_mut().flatten() {
+        for (_, c) in self.conns.iter_mut() {
             let idle = now.duration_since(c.last_input) >= cfg.idle;
             let slow = c
                 .partial_since
