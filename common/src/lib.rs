@@ -6,6 +6,7 @@
 //! host tests and fuzzers run exactly the logic the XDP programs run.
 #![no_std]
 
+pub mod names;
 pub mod parse;
 
 /// Traffic classes counted per packet. The discriminant is the index into [`RxStats`] arrays.

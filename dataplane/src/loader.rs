@@ -20,35 +20,14 @@ use rxsteer_tune::cpus::format_cpu_list;
 /// when the object was missing then: see build.rs).
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_OBJ"));
 
-/// XDP programs in the object.
-pub const RX_ACCOUNT: &str = "rx_account";
-pub const XDP_PASS: &str = "xdp_pass";
-pub const STEER: &str = "steer";
-/// Runs on each cpumap entry's CPU.
-pub const ON_CPU: &str = "on_cpu";
-/// The multi-buffer aware twins of the three (`<name>_frags`, section `xdp.frags`).
-pub const FRAGS_SUFFIX: &str = "_frags";
-const FRAGS_PROGRAMS: [&str; 3] = ["rx_account_frags", "steer_frags", "on_cpu_frags"];
-/// tc programs: where the stack ran (ingress) and where replies left (egress).
-pub const TC_INGRESS: &str = "tc_ingress";
-pub const TC_EGRESS: &str = "tc_egress";
+pub use rxsteer_common::names::program::{
+    DRIVER_TRACEPOINTS, FRAGS_SUFFIX, ON_CPU, RX_ACCOUNT, SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS,
+    TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
+};
+use rxsteer_common::names::{map, program::FRAGS as FRAGS_PROGRAMS};
+
 /// Largest cpumap queue the kernel accepts.
 pub const MAX_QSIZE: u32 = 16384;
-/// Raw tracepoint programs, each attached to the tracepoint of the same name.
-pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
-pub const XDP_TRACEPOINTS: [&str; 4] = [
-    "xdp_cpumap_kthread",
-    "xdp_cpumap_enqueue",
-    "xdp_redirect_err",
-    "xdp_exception",
-];
-
-/// The receive tracepoints that count where the driver received without XDP: program name,
-/// and the kernel tracepoint it attaches to (see ebpf/src/rx_driver.rs for why these).
-pub const DRIVER_TRACEPOINTS: [(&str, &str); 2] = [
-    ("rx_driver_poll", "napi_poll"),
-    ("rx_driver_netif_rx", "netif_rx"),
-];
 
 /// Every program of the object, as the kernel names them (BPF_OBJ_NAME_LEN: 15 characters):
 /// what a check that "no rxsteer program is loaded" looks for.
@@ -59,33 +38,6 @@ pub fn program_names() -> Vec<String> {
     all.extend(XDP_TRACEPOINTS);
     all.extend(DRIVER_TRACEPOINTS.iter().map(|(p, _)| *p));
     all.iter().map(|n| n.chars().take(15).collect()).collect()
-}
-
-/// `--observer`: how to count where the driver received.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ObserverChoice {
-    /// The receive tracepoints, unless steering itself runs XDP (cpumap): no XDP program is
-    /// ever attached only to observe; without the tracepoints, XDP in driver mode (said).
-    Auto,
-    /// The receive tracepoints, or refuse.
-    Tracepoint,
-    /// The observe-only XDP program (cheap in driver mode on a real NIC; in skb mode the
-    /// kernel copies every GRO'd packet for it).
-    Xdp,
-    /// No BPF program at all: CPU time, softnet and kthread time from /proc only (the
-    /// baseline a comparison measures the observer against). Not with cpumap steering.
-    Off,
-}
-
-impl ObserverChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObserverChoice::Auto => "auto",
-            ObserverChoice::Tracepoint => "tracepoint",
-            ObserverChoice::Xdp => "xdp",
-            ObserverChoice::Off => "off",
-        }
-    }
 }
 
 /// Which TCP ports are which service.
@@ -191,82 +143,19 @@ pub fn nr_cpu_ids() -> Result<u32> {
     ))?)
 }
 
-/// `--xdp-mode`: what the user asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum XdpModeChoice {
-    /// Driver (native) mode if the driver supports it, else skb (generic) mode.
-    Auto,
-    Drv,
-    Skb,
-}
-
-impl XdpModeChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            XdpModeChoice::Auto => "auto",
-            XdpModeChoice::Drv => "drv",
-            XdpModeChoice::Skb => "skb",
-        }
+/// Refuses, before anything changes, a tc attachment this kernel cannot do.
+pub fn check_tc(choice: TcChoice) -> Result<()> {
+    let tcx = aya::util::KernelVersion::current()
+        .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
+    if choice == TcChoice::Tcx && !tcx {
+        bail!("--tc tcx: this kernel has no TCX (it needs Linux 6.6 or later); --tc auto or clsact use a clsact qdisc");
     }
+    Ok(())
 }
 
-/// `--xdp-frags`: whether to use the multi-buffer aware programs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FragsChoice {
-    /// The frags-aware programs where the kernel accepts them, else the plain ones.
-    Auto,
-    /// The frags-aware programs, or refuse.
-    On,
-    /// The plain programs (skb mode then linearises every non-linear packet first).
-    Off,
-}
-
-impl FragsChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FragsChoice::Auto => "auto",
-            FragsChoice::On => "on",
-            FragsChoice::Off => "off",
-        }
-    }
-}
-
-/// `--tc`: how to attach the tc witnesses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum TcChoice {
-    /// TCX links where the kernel has them (6.6+), else a clsact qdisc of rxsteer's own; and
-    /// without either, observe on without tc counts (said in one line).
-    Auto,
-    /// TCX links, or refuse.
-    Tcx,
-    /// Netlink filters on a clsact qdisc rxsteer adds (and deletes, also after a crash).
-    Clsact,
-    /// No tc witnesses.
-    Off,
-}
-
-impl TcChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TcChoice::Auto => "auto",
-            TcChoice::Tcx => "tcx",
-            TcChoice::Clsact => "clsact",
-            TcChoice::Off => "off",
-        }
-    }
-
-    /// Refuses, before anything changes, what this kernel cannot do.
-    pub fn check(self) -> Result<()> {
-        let tcx = aya::util::KernelVersion::current()
-            .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
-        if self == TcChoice::Tcx && !tcx {
-            bail!("--tc tcx: this kernel has no TCX (it needs Linux 6.6 or later); --tc auto or clsact use a clsact qdisc");
-        }
-        Ok(())
-    }
-}
-
-pub use rxsteer_records::{TcAttached, XdpMode};
+pub use rxsteer_records::{
+    FragsChoice, ObserverChoice, TcAttached, TcChoice, XdpMode, XdpModeChoice,
+};
 
 pub struct Dataplane {
     ebpf: Ebpf,
@@ -306,10 +195,10 @@ impl Dataplane {
         let classes = ports.class_table();
         let steer_cfg = steer.config();
         let mut ebpf = EbpfLoader::new()
-            .override_global("PORT_CLASS", &*classes, true)
-            .override_global("STEER", &*steer_cfg, true)
-            .map_max_entries("CPUMAP", nr_cpu_ids()?)
-            .map_max_entries("CPUMAP_FRAGS", nr_cpu_ids()?)
+            .override_global(map::PORT_CLASS, &*classes, true)
+            .override_global(map::STEER, &*steer_cfg, true)
+            .map_max_entries(map::CPUMAP, nr_cpu_ids()?)
+            .map_max_entries(map::CPUMAP_FRAGS, nr_cpu_ids()?)
             .load(EBPF_OBJECT)
             .map_err(|e| {
                 let e = anyhow::Error::from(e);
@@ -448,7 +337,7 @@ impl Dataplane {
         };
         let map = self
             .ebpf
-            .map_mut("DRIVER_WATCH")
+            .map_mut(map::DRIVER_WATCH)
             .ok_or_else(|| anyhow!("map DRIVER_WATCH missing"))?;
         Array::<_, DriverWatch>::try_from(map)?.set(0, watch, 0)?;
         let mut attached = Vec::new();
@@ -476,7 +365,11 @@ impl Dataplane {
         let on_cpu = xdp_mut(&mut self.ebpf, &program_name(ON_CPU, frags))?
             .fd()?
             .try_clone()?;
-        let name = if frags { "CPUMAP_FRAGS" } else { "CPUMAP" };
+        let name = if frags {
+            map::CPUMAP_FRAGS
+        } else {
+            map::CPUMAP
+        };
         let map = self
             .ebpf
             .map_mut(name)
@@ -567,12 +460,12 @@ impl Dataplane {
                 .ok_or_else(|| anyhow!("map {name} missing (or already taken)"))
         };
         Ok(Counters {
-            rx: PerCpuArray::try_from(take("RX_STATS")?)?,
-            softirq: PerCpuArray::try_from(take("SOFTIRQ_STATS")?)?,
-            xdp: PerCpuArray::try_from(take("XDP_TRACE")?)?,
-            on_cpu: PerCpuArray::try_from(take("ON_CPU_STATS")?)?,
-            tc_ingress: PerCpuArray::try_from(take("TC_INGRESS_STATS")?)?,
-            tc_egress: PerCpuArray::try_from(take("TC_EGRESS_STATS")?)?,
+            rx: PerCpuArray::try_from(take(map::RX_STATS)?)?,
+            softirq: PerCpuArray::try_from(take(map::SOFTIRQ_STATS)?)?,
+            xdp: PerCpuArray::try_from(take(map::XDP_TRACE)?)?,
+            on_cpu: PerCpuArray::try_from(take(map::ON_CPU_STATS)?)?,
+            tc_ingress: PerCpuArray::try_from(take(map::TC_INGRESS_STATS)?)?,
+            tc_egress: PerCpuArray::try_from(take(map::TC_EGRESS_STATS)?)?,
             logs: self.logs.take(),
         })
     }
@@ -691,4 +584,49 @@ pub fn loaded_rxsteer_programs() -> Result<Vec<String>> {
     }
     found.sort();
     Ok(found)
+}
+
+#[cfg(test)]
+mod names_in_the_object {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs the eBPF object, which `cargo xtask test` builds (a plain cargo test has none)"]
+    fn every_name_is_in_the_object() {
+        assert!(
+            !EBPF_OBJECT.is_empty(),
+            "this build has no eBPF object: `cargo xtask build-ebpf` first"
+        );
+        let obj = aya_obj::Object::parse(EBPF_OBJECT).expect("the object parses");
+        let mut programs: Vec<&str> =
+            vec![RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS];
+        programs.extend(FRAGS_PROGRAMS);
+        programs.extend(SOFTIRQ_TRACEPOINTS);
+        programs.extend(XDP_TRACEPOINTS);
+        programs.extend(DRIVER_TRACEPOINTS.iter().map(|(p, _)| *p));
+        let missing: Vec<&str> = programs
+            .iter()
+            .copied()
+            .filter(|p| !obj.programs.contains_key(*p))
+            .chain(
+                map::ALL
+                    .iter()
+                    .copied()
+                    .filter(|m| !obj.maps.contains_key(*m)),
+            )
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "named in common::names, not in the object: {missing:?}"
+        );
+        assert_eq!(program_names().len(), programs.len());
+        // The globals are symbols: their names sit NUL-delimited in the string table.
+        for g in [map::PORT_CLASS, map::STEER] {
+            let needle = [b"\0", g.as_bytes(), b"\0"].concat();
+            assert!(
+                EBPF_OBJECT.windows(needle.len()).any(|w| w == needle),
+                "global {g} is not in the object"
+            );
+        }
+    }
 }

@@ -12,7 +12,10 @@ pub mod sample;
 
 pub use live::LiveLine;
 pub use load::LoadResult;
-pub use names::{LoaderIo, Mode, Observer, Phase, Proto, Scenario, ServerIo, XdpMode};
+pub use names::{
+    FragsChoice, LoaderIo, Mode, Observer, ObserverChoice, Phase, Proto, Scenario, ServerIo,
+    TcChoice, XdpMode, XdpModeChoice,
+};
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};
 

@@ -227,6 +227,60 @@ names! {
     }
 }
 
+names! {
+    /// `--observer`: how to count where the driver received (what ran is [`Observer`]).
+    ObserverChoice, "observer choice" {
+        /// The receive tracepoints, unless steering itself runs XDP (cpumap): no XDP program is
+        /// ever attached only to observe; without the tracepoints, XDP in driver mode (said).
+        Auto = "auto",
+        /// The receive tracepoints, or refuse.
+        Tracepoint = "tracepoint",
+        /// The observe-only XDP program (cheap in driver mode on a real NIC; in skb mode the
+        /// kernel copies every GRO'd packet for it).
+        Xdp = "xdp",
+        /// No BPF program at all: CPU time, softnet and kthread time from /proc only (the
+        /// baseline a comparison measures the observer against). Not with cpumap steering.
+        Off = "off",
+    }
+}
+
+names! {
+    /// `--xdp-mode`: the XDP attach mode asked for (what ran is [`XdpMode`]).
+    XdpModeChoice, "XDP mode choice" {
+        /// Driver (native) mode if the driver supports it, else skb (generic) mode.
+        Auto = "auto",
+        Drv = "drv",
+        Skb = "skb",
+    }
+}
+
+names! {
+    /// `--xdp-frags`: whether to use the multi-buffer aware programs.
+    FragsChoice, "frags choice" {
+        /// The frags-aware programs where the kernel accepts them, else the plain ones.
+        Auto = "auto",
+        /// The frags-aware programs, or refuse.
+        On = "on",
+        /// The plain programs (skb mode then linearises every non-linear packet first).
+        Off = "off",
+    }
+}
+
+names! {
+    /// `--tc`: how to attach the tc witnesses (what ran is [`crate::TcAttached`]).
+    TcChoice, "tc choice" {
+        /// TCX links where the kernel has them (6.6+), else a clsact qdisc of rxsteer's own; and
+        /// without either, observe on without tc counts (said in one line).
+        Auto = "auto",
+        /// TCX links, or refuse.
+        Tcx = "tcx",
+        /// Netlink filters on a clsact qdisc rxsteer adds (and deletes, also after a crash).
+        Clsact = "clsact",
+        /// No tc witnesses.
+        Off = "off",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

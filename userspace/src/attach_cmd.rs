@@ -94,7 +94,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let sets = validate(args)?;
-    args.observe.tc.check()?;
+    rxsteer_dataplane::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.as_ref().map(|c| c.0.as_slice()))?;

@@ -166,7 +166,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
-    args.tc.check()?;
+    rxsteer_dataplane::check_tc(args.tc)?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
     rxsteer_dataplane::clsact::recover_crashed()?;

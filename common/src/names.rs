@@ -1,0 +1,62 @@
+//! The names of the kernel programs, maps and globals: the identifiers `ebpf/` gives its
+//! functions and statics (aya names each after its identifier), and what userspace looks up.
+//! One list for both sides; `dataplane`'s test `every_name_is_in_the_object` reads the built
+//! object and fails naming any name here that it does not hold.
+
+/// Programs.
+pub mod program {
+    /// XDP: the observe-only program, a pass-through, cpumap steering, and what runs on each
+    /// cpumap entry's CPU.
+    pub const RX_ACCOUNT: &str = "rx_account";
+    pub const XDP_PASS: &str = "xdp_pass";
+    pub const STEER: &str = "steer";
+    pub const ON_CPU: &str = "on_cpu";
+    /// The multi-buffer aware twins of the three (`<name>_frags`, section `xdp.frags`).
+    pub const FRAGS_SUFFIX: &str = "_frags";
+    pub const FRAGS: [&str; 3] = ["rx_account_frags", "steer_frags", "on_cpu_frags"];
+    /// tc: where the stack ran (ingress) and where replies left (egress).
+    pub const TC_INGRESS: &str = "tc_ingress";
+    pub const TC_EGRESS: &str = "tc_egress";
+    /// Raw tracepoint programs, each attached to the tracepoint of the same name.
+    pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
+    pub const XDP_TRACEPOINTS: [&str; 4] = [
+        "xdp_cpumap_kthread",
+        "xdp_cpumap_enqueue",
+        "xdp_redirect_err",
+        "xdp_exception",
+    ];
+    /// The receive tracepoints that count where the driver received without XDP: program
+    /// name, and the kernel tracepoint it attaches to (see ebpf/src/rx_driver.rs).
+    pub const DRIVER_TRACEPOINTS: [(&str, &str); 2] = [
+        ("rx_driver_poll", "napi_poll"),
+        ("rx_driver_netif_rx", "netif_rx"),
+    ];
+}
+
+/// Maps and the globals userspace sets before load.
+pub mod map {
+    pub const RX_STATS: &str = "RX_STATS";
+    pub const SOFTIRQ_STATS: &str = "SOFTIRQ_STATS";
+    pub const XDP_TRACE: &str = "XDP_TRACE";
+    pub const ON_CPU_STATS: &str = "ON_CPU_STATS";
+    pub const TC_INGRESS_STATS: &str = "TC_INGRESS_STATS";
+    pub const TC_EGRESS_STATS: &str = "TC_EGRESS_STATS";
+    pub const CPUMAP: &str = "CPUMAP";
+    pub const CPUMAP_FRAGS: &str = "CPUMAP_FRAGS";
+    pub const DRIVER_WATCH: &str = "DRIVER_WATCH";
+    /// Every map above.
+    pub const ALL: [&str; 9] = [
+        RX_STATS,
+        SOFTIRQ_STATS,
+        XDP_TRACE,
+        ON_CPU_STATS,
+        TC_INGRESS_STATS,
+        TC_EGRESS_STATS,
+        CPUMAP,
+        CPUMAP_FRAGS,
+        DRIVER_WATCH,
+    ];
+    /// Read-only globals, set at load time (`EbpfLoader::override_global`).
+    pub const PORT_CLASS: &str = "PORT_CLASS";
+    pub const STEER: &str = "STEER";
+}
