@@ -6,6 +6,7 @@ pub mod observer;
 pub mod predict;
 pub mod recommend;
 mod svg;
+mod table;
 
 pub use markdown::{render, summary};
 

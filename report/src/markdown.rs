@@ -10,6 +10,8 @@ use rxsteer_records::{
 };
 use std::fmt::Write;
 
+use crate::table::Table;
+
 fn is_untuned(arm: &str) -> bool {
     matches!(split_arm(arm), Ok((Mode::None, _)))
 }
@@ -71,10 +73,6 @@ impl Columns {
             v.push(self.rest.iter().map(at).sum());
         }
         v
-    }
-
-    fn len(&self) -> usize {
-        self.named.len() + usize::from(!self.rest.is_empty())
     }
 }
 
@@ -153,9 +151,7 @@ fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Res
 /// The report's markdown for a run.
 pub fn render(run: &RunDoc) -> Result<String> {
     has_runs(run)?;
-    let rows = &run.runs;
     let (arms, protos) = run.dims();
-    let cpus = run.cpus;
     let mut o = String::new();
     writeln!(
         o,
@@ -165,6 +161,28 @@ pub fn render(run: &RunDoc) -> Result<String> {
             .collect::<Vec<_>>()
             .join(" vs ")
     )?;
+    setup_section(&mut o, run, &protos)?;
+    notes_section(&mut o, run)?;
+    recommendation_section(&mut o, run, &protos)?;
+    xdp_section(&mut o, &run.runs)?;
+    observer_section(&mut o, run, &arms, &protos)?;
+    writeln!(o, "## Throughput per repetition\n")?;
+    writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
+    for &p in &protos {
+        throughput_section(&mut o, run, &arms, p)?;
+    }
+    // The no-BPF arm counted nothing per CPU: it has req/s and /proc time only.
+    let counted: Vec<String> = arms.iter().filter(|a| *a != NO_BPF_ARM).cloned().collect();
+    receive_section(&mut o, run, &counted, &protos)?;
+    witness_section(&mut o, run, &counted, &protos, run.cpus)?;
+    time_section(&mut o, run, &arms)?;
+    verdict_section(&mut o, run, &arms, &protos)?;
+    writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
+    Ok(o)
+}
+
+/// Where and how the run was made: scenario, protocols, durations, the machine.
+fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
     let setup = run.setup.clone().unwrap_or_default();
     let where_ = if run.is_iface() {
         format!(
@@ -222,6 +240,14 @@ pub fn render(run: &RunDoc) -> Result<String> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// The notes a reader must see before any figure: a small machine, an older lab, an open
+/// loop, io_uring on either side, a loaded machine; then the interface and the build.
+fn notes_section(o: &mut String, run: &RunDoc) -> Result<()> {
+    let cpus = run.cpus;
+    let setup = run.setup.clone().unwrap_or_default();
     // Derived from the CPU count, not the stored text: the same caveat for every run.
     if let Some(c) = run
         .caveat
@@ -271,140 +297,149 @@ pub fn render(run: &RunDoc) -> Result<String> {
             env.before.rxsteer.git
         )?;
     }
-    recommendation_section(&mut o, run, &protos)?;
-    xdp_section(&mut o, rows)?;
-    observer_section(&mut o, run, &arms, &protos)?;
-    writeln!(o, "## Throughput per repetition\n")?;
-    writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
+    Ok(())
+}
+
+/// One protocol's req/s per repetition: untuned as req/s, every other arm as its ratio to
+/// untuned, then the p99 of every arm and the errors; then the noisy arms and the ranges.
+fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -> Result<()> {
+    let rows = &run.runs;
     let has_base = |a: &str| arms.contains(&base(rows, a));
-    for &p in &protos {
-        writeln!(o, "### {}\n", p.label())?;
-        write!(o, "| repetition |")?;
-        for a in &arms {
-            if is_untuned(a) || !has_base(a) {
-                write!(o, " {} req/s |", label(a))?;
-            } else {
-                write!(o, " {} / untuned |", label(a))?;
-            }
-        }
-        writeln!(
-            o,
-            " p99 us ({}) | errors |",
-            arms.iter()
-                .map(|a| label(a))
-                .collect::<Vec<_>>()
-                .join(" / ")
-        )?;
-        writeln!(o, "|---|{}---|---|", "---|".repeat(arms.len()))?;
-        for rep in 0..run.reps() {
-            write!(o, "| {rep} |")?;
-            let mut p99 = Vec::new();
-            let mut errors = 0;
-            for a in &arms {
-                let r = find(rows, rep, a, p);
-                let Some(rps) = r.and_then(|r| r.req_per_s) else {
-                    // An external load: observed, not measured here.
-                    write!(o, " - |")?;
-                    p99.push("-".into());
-                    continue;
-                };
-                p99.push(
-                    r.and_then(|r| r.p99_us)
-                        .map_or("-".into(), |v| v.to_string()),
-                );
-                errors += r.map_or(0, |r| r.error_total);
-                match (is_untuned(a), ratio_in(rows, rep, a, p)) {
-                    (true, _) | (_, None) => write!(o, " {rps:.0} |")?,
-                    (_, Some(x)) => write!(o, " {x:.2} |")?,
-                }
-            }
-            writeln!(o, " {} | {errors} |", p99.join(" / "))?;
-        }
-        for a in &arms {
-            let v: Vec<f64> = run.of(a, p).iter().filter_map(|r| r.req_per_s).collect();
-            let (lo, hi) = range(&v);
-            if v.len() > 1 && hi > NOISY * lo {
-                writeln!(
-                    o,
-                    "\n**Noisy:** {} req/s spread {:.2}x (max/min) over {} repetitions, above {NOISY}x: read its ratios with that in mind.",
-                    label(a),
-                    hi / lo.max(1e-9),
-                    v.len()
-                )?;
-            }
-        }
-        for a in arms.iter().filter(|a| !is_untuned(a)) {
-            let v = run.ratios(a, p);
-            if !v.is_empty() {
-                let (lo, hi) = range(&v);
-                writeln!(
-                    o,
-                    "\n{} / untuned ranged {lo:.2}-{hi:.2} over {} repetitions.",
-                    label(a),
-                    v.len()
-                )?;
-            }
-        }
-        writeln!(o)?;
+    writeln!(o, "### {}\n", p.label())?;
+    let rps = |rep: u32, a: &str| find(rows, rep, a, p).and_then(|r| r.req_per_s.map(|v| (r, v)));
+    let mut table = Table::new().column("repetition", |rep: &u32| rep.to_string());
+    for a in arms {
+        let header = if is_untuned(a) || !has_base(a) {
+            format!("{} req/s", label(a))
+        } else {
+            format!("{} / untuned", label(a))
+        };
+        // An external load: observed, not measured here ("-").
+        table = table.column(header, move |&rep| match rps(rep, a) {
+            None => "-".into(),
+            Some((_, v)) => match (is_untuned(a), ratio_in(rows, rep, a, p)) {
+                (true, _) | (_, None) => format!("{v:.0}"),
+                (_, Some(x)) => format!("{x:.2}"),
+            },
+        });
     }
+    let all = arms
+        .iter()
+        .map(|a| label(a))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let table = table
+        .column(format!("p99 us ({all})"), |&rep| {
+            arms.iter()
+                .map(|a| match rps(rep, a) {
+                    Some((r, _)) => r.p99_us.map_or("-".into(), |v| v.to_string()),
+                    None => "-".into(),
+                })
+                .collect::<Vec<String>>()
+                .join(" / ")
+        })
+        .column("errors", |&rep| {
+            arms.iter()
+                .filter_map(|a| rps(rep, a))
+                .map(|(r, _)| r.error_total)
+                .sum::<u64>()
+                .to_string()
+        });
+    o.push_str(&table.render(0..run.reps()));
+    for a in arms {
+        let v: Vec<f64> = run.of(a, p).iter().filter_map(|r| r.req_per_s).collect();
+        let (lo, hi) = range(&v);
+        if v.len() > 1 && hi > NOISY * lo {
+            writeln!(
+                o,
+                "\n**Noisy:** {} req/s spread {:.2}x (max/min) over {} repetitions, above {NOISY}x: read its ratios with that in mind.",
+                label(a),
+                hi / lo.max(1e-9),
+                v.len()
+            )?;
+        }
+    }
+    for a in arms.iter().filter(|a| !is_untuned(a)) {
+        let v = run.ratios(a, p);
+        if !v.is_empty() {
+            let (lo, hi) = range(&v);
+            writeln!(
+                o,
+                "\n{} / untuned ranged {lo:.2}-{hi:.2} over {} repetitions.",
+                label(a),
+                v.len()
+            )?;
+        }
+    }
+    writeln!(o)?;
+    Ok(())
+}
+
+/// Receive work per CPU, per arm and protocol, with where it was kthread time, the
+/// imbalance, the drops and the XDP mode; then each arm's heatmap.
+fn receive_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+    let cpus = run.cpus;
     writeln!(o, "## Where the receive work went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows (NET_RX softirq + receive kthreads: cpumap and threaded NAPI), mean over repetitions; imbalance is the busiest CPU over the mean (1.0 = even).\n")?;
     let columns = Columns::of(run, cpus);
     if !columns.rest.is_empty() {
         writeln!(o, "With {cpus} CPUs the table names the {NAMED_CPUS} with the most receive work in any load and sums the other {}.\n", columns.rest.len())?;
     }
-    write!(o, "| arm | protocol |")?;
-    for name in columns.names("") {
-        write!(o, " {name} |")?;
-    }
-    writeln!(
-        o,
-        " of it kthread | imbalance | redirect errors | ring drops | softnet drops | XDP mode |"
-    )?;
-    writeln!(
-        o,
-        "|---|---|{}---|---|---|---|---|---|",
-        "---|".repeat(columns.len())
-    )?;
-    // The no-BPF arm counted nothing per CPU: it has req/s and /proc time only.
-    let counted: Vec<String> = arms.iter().filter(|a| *a != NO_BPF_ARM).cloned().collect();
-    for a in &counted {
-        for &p in &protos {
-            let mine = run.of(a, p);
-            let total = |f: fn(&Row) -> u64| mine.iter().map(|r| f(r)).sum::<u64>();
-            write!(o, "| {} | {} |", label(a), p.label())?;
-            for v in columns.values(&mean_per_cpu(&mine, |r| Some(&r.receive_ms_per_s), cpus)) {
-                write!(o, " {v:.0} |")?;
+    type Load<'r> = (&'r str, Proto, Vec<&'r Row>);
+    let total = |l: &Load, f: fn(&Row) -> u64| l.2.iter().map(|r| f(r)).sum::<u64>();
+    let mut table = Table::new()
+        .column("arm", |l: &Load| label(l.0))
+        .column("protocol", |l| l.1.label().to_string());
+    for (i, name) in columns.names("").into_iter().enumerate() {
+        table = table.column(name, {
+            let columns = &columns;
+            move |l: &Load| {
+                let v = columns.values(&mean_per_cpu(&l.2, |r| Some(&r.receive_ms_per_s), cpus));
+                format!("{:.0}", v[i])
             }
-            let kthread: f64 = mean_per_cpu(&mine, |r| Some(&r.kthread_ms_per_s), cpus)
+        });
+    }
+    let table = table
+        .column("of it kthread", |l| {
+            let k: f64 = mean_per_cpu(&l.2, |r| Some(&r.kthread_ms_per_s), cpus)
                 .iter()
                 .sum();
-            writeln!(
-                o,
-                " {kthread:.0} | {:.2} | {} | {} | {} | {} |",
-                mine.iter().map(|r| r.imbalance).sum::<f64>() / mine.len().max(1) as f64,
-                total(|r| r.redirect_err),
-                total(|r| r.enqueue_drops) + total(|r| r.cpumap_drops),
-                total(|r| r.softnet_dropped),
-                mine.first()
-                    .and_then(|r| r.xdp_mode)
-                    .map_or("-", XdpMode::as_str)
-            )?;
-        }
-    }
+            format!("{k:.0}")
+        })
+        .column("imbalance", |l| {
+            format!(
+                "{:.2}",
+                l.2.iter().map(|r| r.imbalance).sum::<f64>() / l.2.len().max(1) as f64
+            )
+        })
+        .column("redirect errors", |l| {
+            total(l, |r| r.redirect_err).to_string()
+        })
+        .column("ring drops", |l| {
+            (total(l, |r| r.enqueue_drops) + total(l, |r| r.cpumap_drops)).to_string()
+        })
+        .column("softnet drops", |l| {
+            total(l, |r| r.softnet_dropped).to_string()
+        })
+        .column("XDP mode", |l| {
+            l.2.first()
+                .and_then(|r| r.xdp_mode)
+                .map_or("-", XdpMode::as_str)
+                .to_string()
+        });
+    let loads = arms
+        .iter()
+        .flat_map(|a| protos.iter().map(move |&p| (a.as_str(), p, run.of(a, p))));
+    o.push_str(&table.render(loads));
     writeln!(o)?;
-    for a in &counted {
+    for a in arms {
         writeln!(
             o,
             "![{} receive work per CPU over time](heatmap-{a}.svg)",
             label(a)
         )?;
     }
-    witness_section(&mut o, run, &counted, &protos, cpus)?;
-    time_section(&mut o, run, &arms)?;
-    verdict_section(&mut o, run, &arms, &protos)?;
-    writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
-    Ok(o)
+    Ok(())
 }
 
 /// How each arm was observed, and what observing cost in this same run: every untuned arm
@@ -523,41 +558,34 @@ fn witness_section(
     )?;
     writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode after GRO, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
     let columns = Columns::of(run, cpus);
-    write!(o, "| arm | protocol |")?;
-    for name in columns.names(": XDP / stack / tx") {
-        write!(o, " {name} |")?;
+    // Per load: XDP, tc ingress and tc egress packets per CPU column.
+    type Load<'r> = (&'r str, Proto, [Vec<f64>; 3]);
+    let mut table = Table::new()
+        .column("arm", |l: &Load| label(l.0))
+        .column("protocol", |l| l.1.label().to_string());
+    for (i, name) in columns.names(": XDP / stack / tx").into_iter().enumerate() {
+        table = table.column(name, move |l: &Load| {
+            let [xdp, stack, tx] = &l.2;
+            format!("{} / {} / {}", kilo(xdp[i]), kilo(stack[i]), kilo(tx[i]))
+        });
     }
-    writeln!(o, "\n|---|---|{}", "---|".repeat(columns.len()))?;
-    for a in arms {
-        for &p in protos {
+    let loads = arms.iter().flat_map(|a| {
+        protos.iter().filter_map(|&p| {
             let mine = run.of(a, p);
             if mine.iter().all(|r| r.stack_packets_per_s.is_none()) {
-                continue;
+                return None;
             }
-            let xdp = columns.values(&mean_per_cpu(&mine, |r| Some(&r.packets_per_s), cpus));
-            let stack = columns.values(&mean_per_cpu(
-                &mine,
-                |r| r.stack_packets_per_s.as_deref(),
-                cpus,
-            ));
-            let tx = columns.values(&mean_per_cpu(
-                &mine,
-                |r| r.tx_packets_per_s.as_deref(),
-                cpus,
-            ));
-            write!(o, "| {} | {} |", label(a), p.label())?;
-            for c in 0..columns.len() {
-                write!(
-                    o,
-                    " {} / {} / {} |",
-                    kilo(xdp[c]),
-                    kilo(stack[c]),
-                    kilo(tx[c])
-                )?;
-            }
-            writeln!(o)?;
-        }
-    }
+            let per_cpu =
+                |f: fn(&Row) -> Option<&[f64]>| columns.values(&mean_per_cpu(&mine, f, cpus));
+            let figures = [
+                per_cpu(|r| Some(&r.packets_per_s)),
+                per_cpu(|r| r.stack_packets_per_s.as_deref()),
+                per_cpu(|r| r.tx_packets_per_s.as_deref()),
+            ];
+            Some((a.as_str(), p, figures))
+        })
+    });
+    o.push_str(&table.render(loads));
     Ok(())
 }
 
@@ -617,14 +645,19 @@ fn time_section(o: &mut String, run: &RunDoc, arms: &[String]) -> Result<()> {
     }
     writeln!(o, "\n## Where every CPU's time went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows, mean over repetitions. Each nanosecond is counted once: /proc/stat gives the wall, idle and irq; the BPF softirq accounting gives NET_RX and the other vectors exactly; the server's and loader's time (read from /proc per thread) and the receive kthreads' (schedstat) share what is left, scaled down together where softirq ran inside them. In the lab, the loader column includes its veth's NAPI thread (the replies' receive, which a real set-up does on the loader's machine).\n")?;
-    writeln!(o, "| arm | CPU | {} |", PARTS.join(" | "))?;
-    writeln!(o, "|---|---|{}", "---|".repeat(PARTS.len()))?;
-    for a in arms {
-        for (name, t) in time_rows(run, a) {
-            let parts: Vec<String> = t.parts().iter().map(|v| format!("{v:.0}")).collect();
-            writeln!(o, "| {} | {name} | {} |", label(a), parts.join(" | "))?;
-        }
+    type Line<'r> = (&'r str, String, TimeSplit);
+    let mut table = Table::new()
+        .column("arm", |l: &Line| label(l.0))
+        .column("CPU", |l| l.1.clone());
+    for (i, part) in PARTS.iter().enumerate() {
+        table = table.column(*part, move |l: &Line| format!("{:.0}", l.2.parts()[i]));
     }
+    let lines = arms.iter().flat_map(|a| {
+        time_rows(run, a)
+            .into_iter()
+            .map(move |(n, t)| (a.as_str(), n, t))
+    });
+    o.push_str(&table.render(lines));
     writeln!(o)?;
     for a in arms {
         if !time_rows(run, a).is_empty() {
