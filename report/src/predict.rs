@@ -26,6 +26,8 @@ use rxsteer_records::{
 };
 use std::{fmt::Write as _, path::Path};
 
+use crate::table::Table;
+
 /// Where the load generator runs on the predicted machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoaderPlace {
@@ -324,76 +326,9 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         }
     )?;
     writeln!(o, "Observer of the fitted run: {}.\n", fitted_observer(doc))?;
-    writeln!(o, "## Cost per request and stage, measured (us of CPU)\n")?;
-    writeln!(o, "| arm | protocol | measured req/s | RX core | steered receive | server | loader | other softirq + irq |")?;
-    writeln!(o, "|---|---|---|---|---|---|---|---|")?;
-    for c in fit {
-        writeln!(
-            o,
-            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            arm_label(&c.arm),
-            c.proto.label(),
-            c.req_per_s,
-            c.rx,
-            c.steered,
-            c.server,
-            c.loader,
-            c.overhead
-        )?;
-    }
-    writeln!(
-        o,
-        "\n## Predicted req/s by CPU count (the limit in brackets)\n"
-    )?;
-    let points: Vec<u32> = [1, 2, 4, 8, 12, 16, 20, 32, 64, 128, 192]
-        .into_iter()
-        .filter(|&n| n <= ask.cpus)
-        .chain(std::iter::once(ask.cpus))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    write!(o, "| arm | protocol |")?;
-    for n in &points {
-        write!(o, " {n} |")?;
-    }
-    writeln!(o, "\n|---|---|{}", "---|".repeat(points.len()))?;
-    for c in fit {
-        write!(o, "| {} | {} |", arm_label(&c.arm), c.proto.label())?;
-        for &n in &points {
-            let (r, l) = predict(c, n, ask.loader);
-            write!(
-                o,
-                " {:.1}k ({}) |",
-                r / 1000.0,
-                if l == Limit::RxCore { "RX" } else { "all" }
-            )?;
-        }
-        writeln!(o)?;
-    }
-    // The model against the run it was fitted on: same CPU count, the loader local.
-    writeln!(o, "\n## The model at the fitted run's own size\n")?;
-    writeln!(o, "| arm | protocol | model at {} CPUs, loader local | measured | idle CPUs left | other (steal, other tasks), ms/s |", doc.cpus)?;
-    writeln!(o, "|---|---|---|---|---|---|")?;
-    for c in fit {
-        let rows = doc.of(&c.arm, c.proto);
-        let splits: Vec<&TimeSplit> = rows
-            .iter()
-            .filter_map(|r| r.time_ms_per_s.as_ref())
-            .flatten()
-            .collect();
-        let reps = rows.len().max(1) as f64;
-        let idle: f64 = splits.iter().map(|t| t.idle).sum::<f64>() / reps / 1000.0;
-        let other: f64 = splits.iter().map(|t| t.other).sum::<f64>() / reps;
-        writeln!(
-            o,
-            "| {} | {} | {:.0} | {:.0} | {idle:.2} | {other:.0} |",
-            arm_label(&c.arm),
-            c.proto.label(),
-            predict(c, doc.cpus as u32, LoaderPlace::Local).0,
-            c.req_per_s
-        )?;
-    }
-    writeln!(o, "\nWhere the measured rate is below the model's at the same size, the run was not CPU-bound (idle left) or lost time the model does not count (`other`), for example to the closed loop's connections waiting on each answer, or to the VM's steal. The predicted gains are ratios of costs, which that does not change; the absolute rates are upper bounds.")?;
+    o.push_str(&costs_section(fit));
+    o.push_str(&curve_section(fit, ask));
+    o.push_str(&own_size_section(doc, fit));
     // Each arm against its untuned, at N.
     writeln!(
         o,
@@ -416,6 +351,92 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
             )?;
         }
     }
+    seed_section(&mut o, fit, ask)?;
+    if let Some(other) = ask.check {
+        check_section(&mut o, fit, other, rx_cpu)?;
+    }
+    writeln!(o, "## Assumptions\n\n- Costs per request stay as measured at every load and CPU count: no cache, memory or lock effects, no change in GRO or interrupt batching with load.\n- Server threads scale linearly; the RX core's work cannot be split (one hardware queue), everything else can go to any CPU.\n- The IPIs, enqueues and backlog work that steering adds are inside the measured costs (they were measured with it on).\n- Nothing else runs on the box (`other` time is left out); the network and the loaders never cap the rate.\n- Measured on a {}-CPU machine, where the RX core also ran the loader: its receive work is what the time split charged to NET_RX and the receive kthreads there.", doc.cpus)?;
+    Ok(o)
+}
+
+/// What each arm's request cost per stage, as measured.
+fn costs_section(fit: &[Costs]) -> String {
+    let us = |f: fn(&Costs) -> f64| move |c: &&Costs| format!("{:.1}", f(c));
+    let table = Table::new()
+        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("protocol", |c| c.proto.label().to_string())
+        .column("measured req/s", |c| format!("{:.0}", c.req_per_s))
+        .column("RX core", us(|c| c.rx))
+        .column("steered receive", us(|c| c.steered))
+        .column("server", us(|c| c.server))
+        .column("loader", us(|c| c.loader))
+        .column("other softirq + irq", us(|c| c.overhead));
+    format!(
+        "## Cost per request and stage, measured (us of CPU)\n\n{}",
+        table.render(fit)
+    )
+}
+
+/// Predicted req/s at CPU counts up to the asked one, with the limit.
+fn curve_section(fit: &[Costs], ask: &Ask) -> String {
+    let points: Vec<u32> = [1, 2, 4, 8, 12, 16, 20, 32, 64, 128, 192]
+        .into_iter()
+        .filter(|&n| n <= ask.cpus)
+        .chain(std::iter::once(ask.cpus))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut table = Table::new()
+        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("protocol", |c| c.proto.label().to_string());
+    for n in points {
+        table = table.column(n.to_string(), move |c: &&Costs| {
+            let (r, l) = predict(c, n, ask.loader);
+            let limit = if l == Limit::RxCore { "RX" } else { "all" };
+            format!("{:.1}k ({limit})", r / 1000.0)
+        });
+    }
+    format!(
+        "\n## Predicted req/s by CPU count (the limit in brackets)\n\n{}",
+        table.render(fit)
+    )
+}
+
+/// The model against the run it was fitted on: same CPU count, the loader local.
+fn own_size_section(doc: &RunDoc, fit: &[Costs]) -> String {
+    // Idle CPUs left and other time (ms/s), mean over the arm's repetitions.
+    let left = |c: &Costs| {
+        let rows = doc.of(&c.arm, c.proto);
+        let splits: Vec<&TimeSplit> = rows
+            .iter()
+            .filter_map(|r| r.time_ms_per_s.as_ref())
+            .flatten()
+            .collect();
+        let reps = rows.len().max(1) as f64;
+        (
+            splits.iter().map(|t| t.idle).sum::<f64>() / reps / 1000.0,
+            splits.iter().map(|t| t.other).sum::<f64>() / reps,
+        )
+    };
+    let table = Table::new()
+        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("protocol", |c| c.proto.label().to_string())
+        .column(format!("model at {} CPUs, loader local", doc.cpus), |c| {
+            format!("{:.0}", predict(c, doc.cpus as u32, LoaderPlace::Local).0)
+        })
+        .column("measured", |c| format!("{:.0}", c.req_per_s))
+        .column("idle CPUs left", |c| format!("{:.2}", left(c).0))
+        .column("other (steal, other tasks), ms/s", |c| {
+            format!("{:.0}", left(c).1)
+        });
+    format!(
+        "\n## The model at the fitted run's own size\n\n{}\nWhere the measured rate is below the model's at the same size, the run was not CPU-bound (idle left) or lost time the model does not count (`other`), for example to the closed loop's connections waiting on each answer, or to the VM's steal. The predicted gains are ratios of costs, which that does not change; the absolute rates are upper bounds.\n",
+        table.render(fit)
+    )
+}
+
+/// The RPS arms against the seed's measured ratio, and which way the prediction misses it.
+fn seed_section(o: &mut String, fit: &[Costs], ask: &Ask) -> Result<()> {
     writeln!(o, "\n## Against the seed's measurement\n")?;
     writeln!(
         o,
@@ -466,65 +487,61 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
             "Why the prediction may run ahead (reasons, not measured here): the model lets every CPU but the RX core scale without limit. The real run can be capped first by what it leaves out: the 2.5 GbE link, the loaders, and the caches and memory bandwidth a 20-core box shares, which a 2-CPU VM does not show."
         }
     )?;
-    if let Some(other) = ask.check {
-        let odoc = crate::read(other).with_context(|| format!("--check {}", other.display()))?;
-        let checks = check(fit, &odoc, rx_cpu)?;
+    Ok(())
+}
+
+/// The fitted costs against a run they were not fitted to.
+fn check_section(o: &mut String, fit: &[Costs], other: &Path, rx_cpu: u32) -> Result<()> {
+    let odoc = crate::read(other).with_context(|| format!("--check {}", other.display()))?;
+    let checks = check(fit, &odoc, rx_cpu)?;
+    writeln!(
+        o,
+        "## Check against `{}` (not fitted on it)\n\nFrom the fitted costs per request, at the rates that run measured: each CPU's busy time for the box's own work, and each arm's busy time over its untuned's on the same CPU (what steering moved). Judged on CPUs busy 50 ms/s or more.\n",
+        other.display()
+    )?;
+    for (kind, head, digits) in [
+        (CheckKind::Busy, "busy, ms/s", 0),
+        (CheckKind::Ratio, "ratio to untuned", 2),
+    ] {
+        let table = Table::new()
+            .column("figure", |c: &&Check| c.what.clone())
+            .column(format!("predicted {head}"), |c| {
+                format!("{:.digits$}", c.predicted)
+            })
+            .column("measured", |c| format!("{:.digits$}", c.measured))
+            .column("error", |c| format!("{:+.0} %", c.error() * 100.0));
+        let mine: Vec<&Check> = checks.iter().filter(|c| c.kind == kind).collect();
+        o.push_str(&table.render(mine.iter().copied()));
+        let worst = mine
+            .iter()
+            .filter(|c| kind == CheckKind::Ratio || c.measured >= 50.0)
+            .map(|c| c.error().abs())
+            .fold(0.0, f64::max);
         writeln!(
             o,
-            "## Check against `{}` (not fitted on it)\n\nFrom the fitted costs per request, at the rates that run measured: each CPU's busy time for the box's own work, and each arm's busy time over its untuned's on the same CPU (what steering moved). Judged on CPUs busy 50 ms/s or more.\n",
-            other.display()
-        )?;
-        for (kind, head, digits) in [
-            (CheckKind::Busy, "busy, ms/s", 0),
-            (CheckKind::Ratio, "ratio to untuned", 2),
-        ] {
-            writeln!(o, "| figure | predicted {head} | measured | error |")?;
-            writeln!(o, "|---|---|---|---|")?;
-            let mut worst: f64 = 0.0;
-            for c in checks.iter().filter(|c| c.kind == kind) {
-                writeln!(
-                    o,
-                    "| {} | {:.digits$} | {:.digits$} | {:+.0} % |",
-                    c.what,
-                    c.predicted,
-                    c.measured,
-                    c.error() * 100.0
-                )?;
-                let busy_enough = match kind {
-                    CheckKind::Busy => c.measured >= 50.0,
-                    CheckKind::Ratio => true,
-                };
-                if busy_enough {
-                    worst = worst.max(c.error().abs());
-                }
+            "\nLargest error ({head}): {:.0} %, {} the 15 % goal.\n",
+            worst * 100.0,
+            if worst <= 0.15 {
+                "within"
+            } else {
+                "NOT within"
             }
-            writeln!(
-                o,
-                "\nLargest error ({head}): {:.0} %, {} the 15 % goal.\n",
-                worst * 100.0,
-                if worst <= 0.15 {
-                    "within"
-                } else {
-                    "NOT within"
-                }
-            )?;
-        }
-        let busy: Vec<f64> = checks
-            .iter()
-            .filter(|c| c.kind == CheckKind::Busy && c.measured >= 50.0)
-            .map(Check::error)
-            .collect();
-        let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
-        if mean < -0.05 {
-            writeln!(
-                o,
-                "At this load a request cost more CPU than at saturation (busy times {:.0} % low on average), likely because fewer packets share each NAPI run, GRO merge and wake-up (not measured here). Predicted capacity rests on the saturation costs; busy times below saturation come out low, while the ratios between arms, on which the predicted gain rests, are judged above.\n",
-                -mean * 100.0
-            )?;
-        }
+        )?;
     }
-    writeln!(o, "## Assumptions\n\n- Costs per request stay as measured at every load and CPU count: no cache, memory or lock effects, no change in GRO or interrupt batching with load.\n- Server threads scale linearly; the RX core's work cannot be split (one hardware queue), everything else can go to any CPU.\n- The IPIs, enqueues and backlog work that steering adds are inside the measured costs (they were measured with it on).\n- Nothing else runs on the box (`other` time is left out); the network and the loaders never cap the rate.\n- Measured on a {}-CPU machine, where the RX core also ran the loader: its receive work is what the time split charged to NET_RX and the receive kthreads there.", doc.cpus)?;
-    Ok(o)
+    let busy: Vec<f64> = checks
+        .iter()
+        .filter(|c| c.kind == CheckKind::Busy && c.measured >= 50.0)
+        .map(Check::error)
+        .collect();
+    let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+    if mean < -0.05 {
+        writeln!(
+            o,
+            "At this load a request cost more CPU than at saturation (busy times {:.0} % low on average), likely because fewer packets share each NAPI run, GRO merge and wake-up (not measured here). Predicted capacity rests on the saturation costs; busy times below saturation come out low, while the ratios between arms, on which the predicted gain rests, are judged above.\n",
+            -mean * 100.0
+        )?;
+    }
+    Ok(())
 }
 
 /// Predicted req/s against CPU count, a line per arm and protocol, and the measured rate of
