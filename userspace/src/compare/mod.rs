@@ -110,105 +110,25 @@ fn measure(
         setup,
         caveat,
     } = prepared;
-    let (site, loader) = (&site, &loader);
     let loaded = gate::quiet_machine(args.force, args.quiet_wait, stop)?;
     let env_before = figures::environment();
     let mut screen = Screen::new(tui, caveat.clone());
     let mut rows: Vec<Row> = Vec::new();
-    let modes = args.modes();
-    let arms = args.arms();
+    let run = Run {
+        args,
+        site: &site,
+        loader: &loader,
+        dir,
+        stop,
+    };
     for rep in 0..args.reps {
-        for arm in rotated(&arms, rep) {
-            let label = |p: Proto| {
-                format!(
-                    "rep {}/{}  {}  {}  ({})",
-                    rep + 1,
-                    args.reps,
-                    arm.key(),
-                    p.as_str(),
-                    match arm.observer {
-                        _ if arm.runs_xdp() => format!("XDP {}", arm.xdp.as_str()),
-                        rxsteer_dataplane::ObserverChoice::Off => "no BPF".to_string(),
-                        _ => "no XDP".to_string(),
-                    }
-                )
-            };
+        for arm in rotated(&args.arms(), rep) {
             for proto in args.protos() {
-                screen.begin(label(proto));
-                let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
-                if arm.observer == rxsteer_dataplane::ObserverChoice::Off {
-                    witness::wait_unloaded(std::time::Duration::from_secs(5))?;
-                }
-                let session =
-                    ModeSession::start(site, arm, proto, args.interval, args.server_io, args.tc)?;
-                let attached = witness::read(site)?;
-                witness::check(&arm, &site.server_dev, &attached)?;
-                let spec = LoadSpec {
-                    proto,
-                    scenario: args.scenario,
-                    body_size: args.body_size,
-                    rate: args.rate,
-                    connections: args.connections,
-                    io: args.loader_io,
-                    measure: args.duration,
-                    warmup: args.warmup,
-                    target_ip: &site.target_ip,
-                    json: dir.join(format!("rxload-{base}.json")),
-                    hgrm: dir.join(format!("latency-{base}.hgrm")),
-                    live: dir.join(format!("live-{base}.jsonl")),
-                    base,
-                };
-                let mut children = loader.spawn(&spec)?;
-                let mut clocks = watch::Clocks::new(
-                    session.serve_pid(),
-                    children.iter().map(std::process::Child::id).collect(),
-                );
-                let mut tagged = Vec::new();
-                let ended = watch::follow(
-                    &mut children,
-                    args.warmup + args.duration,
-                    &spec.live,
-                    &session.samples,
-                    &mut clocks,
-                    &mut |e| match e {
-                        Event::Live(l) => {
-                            screen.on_live(l);
-                            Ok(false)
-                        }
-                        Event::Sample(s) => {
-                            screen.on_sample(&s.sample);
-                            if let Some(m) = s.xdp_mode {
-                                screen.on_attached(m);
-                            }
-                            Ok(false)
-                        }
-                        Event::Idle => screen.tick(),
-                    },
-                    stop,
-                    &mut tagged,
-                )?;
-                if let Ended::Stopped = ended {
-                    for c in &mut children {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                    }
-                    drop(session);
-                    drop(screen);
-                    bail!(
-                        "stopped before the end (q or a signal); everything was restored; \
-                         partial files in {}",
-                        dir.display()
-                    );
-                }
-                let load = loader.collect(&spec, &mut children)?;
-                session.stop()?;
-                figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
-                let mut row = figures::row(rep, arm, proto, load.as_ref(), &tagged);
-                row.attached = Some(attached);
+                let row = run.load(rep, &arm, proto, &mut screen)?;
                 let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
                 rows.push(row);
                 screen.on_done(Done {
-                    label: label(proto),
+                    label: load_label(args, rep, &arm, proto),
                     req_per_s,
                     p99_us,
                     ratio: ratio_in(&rows, rep, &arm.key(), proto),
@@ -217,11 +137,151 @@ fn measure(
         }
     }
     drop(screen);
-    let doc = RunDoc {
+    let doc = run_doc(args, setup, caveat, loaded, env_before, rows)?;
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
+    print!("{}", rxsteer_report::summary(&doc)?);
+    rxsteer_report::run(dir)?;
+    index_run(dir, &doc)?;
+    Ok(())
+}
+
+/// "rep 2/7  rps  http  (no XDP)": what the screen names a load by.
+fn load_label(args: &CompareArgs, rep: u32, arm: &Arm, p: Proto) -> String {
+    format!(
+        "rep {}/{}  {}  {}  ({})",
+        rep + 1,
+        args.reps,
+        arm.key(),
+        p.as_str(),
+        match arm.observer {
+            _ if arm.runs_xdp() => format!("XDP {}", arm.xdp.as_str()),
+            rxsteer_dataplane::ObserverChoice::Off => "no BPF".to_string(),
+            _ => "no XDP".to_string(),
+        }
+    )
+}
+
+/// What every load of a run shares.
+struct Run<'a> {
+    args: &'a CompareArgs,
+    site: &'a sites::Site<'a>,
+    loader: &'a load::Loader<'a>,
+    dir: &'a Path,
+    stop: &'a AtomicBool,
+}
+
+impl Run<'_> {
+    /// One load: the arm in place (checked against what the kernel shows), the loaders run
+    /// and followed to the end of the window, every figure stored; its row.
+    fn load(&self, rep: u32, arm: &Arm, proto: Proto, screen: &mut Screen) -> Result<Row> {
+        let args = self.args;
+        screen.begin(load_label(args, rep, arm, proto));
+        let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
+        if arm.observer == rxsteer_dataplane::ObserverChoice::Off {
+            witness::wait_unloaded(std::time::Duration::from_secs(5))?;
+        }
+        let session = ModeSession::start(
+            self.site,
+            *arm,
+            proto,
+            args.interval,
+            args.server_io,
+            args.tc,
+        )?;
+        let attached = witness::read(self.site)?;
+        witness::check(arm, &self.site.server_dev, &attached)?;
+        let dir = self.dir;
+        let spec = LoadSpec {
+            proto,
+            scenario: args.scenario,
+            body_size: args.body_size,
+            rate: args.rate,
+            connections: args.connections,
+            io: args.loader_io,
+            measure: args.duration,
+            warmup: args.warmup,
+            target_ip: &self.site.target_ip,
+            json: dir.join(format!("rxload-{base}.json")),
+            hgrm: dir.join(format!("latency-{base}.hgrm")),
+            live: dir.join(format!("live-{base}.jsonl")),
+            base,
+        };
+        let mut children = self.loader.spawn(&spec)?;
+        let mut tagged = Vec::new();
+        if let Ended::Stopped = self.follow(&session, &spec, &mut children, screen, &mut tagged)? {
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            drop(session);
+            bail!(
+                "stopped before the end (q or a signal); everything was restored; \
+                 partial files in {}",
+                dir.display()
+            );
+        }
+        let load = self.loader.collect(&spec, &mut children)?;
+        session.stop()?;
+        figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
+        let mut row = figures::row(rep, *arm, proto, load.as_ref(), &tagged);
+        row.attached = Some(attached);
+        Ok(row)
+    }
+
+    /// Follows the loaders and the session's samples to the end of the window, drawing each
+    /// on the screen; the samples go into `tagged`.
+    fn follow(
+        &self,
+        session: &ModeSession,
+        spec: &LoadSpec,
+        children: &mut [std::process::Child],
+        screen: &mut Screen,
+        tagged: &mut Vec<watch::Tagged>,
+    ) -> Result<Ended> {
+        let mut clocks = watch::Clocks::new(
+            session.serve_pid(),
+            children.iter().map(std::process::Child::id).collect(),
+        );
+        watch::follow(
+            children,
+            self.args.warmup + self.args.duration,
+            &spec.live,
+            &session.samples,
+            &mut clocks,
+            &mut |e| match e {
+                Event::Live(l) => {
+                    screen.on_live(l);
+                    Ok(false)
+                }
+                Event::Sample(s) => {
+                    screen.on_sample(&s.sample);
+                    if let Some(m) = s.xdp_mode {
+                        screen.on_attached(m);
+                    }
+                    Ok(false)
+                }
+                Event::Idle => screen.tick(),
+            },
+            self.stop,
+            tagged,
+        )
+    }
+}
+
+/// The run's document: what was asked, where, on what machine, and every load's row.
+fn run_doc(
+    args: &CompareArgs,
+    setup: rxsteer_records::run::Setup,
+    caveat: Option<String>,
+    loaded: Option<String>,
+    env_before: rxsteer_records::run::Environment,
+    rows: Vec<Row>,
+) -> Result<RunDoc> {
+    Ok(RunDoc {
         setup: Some(setup),
         cpus: online_cpus()?.len(),
-        steer: modes,
-        arms: arms.iter().map(Arm::key).collect(),
+        steer: args.modes(),
+        arms: args.arms().iter().map(Arm::key).collect(),
         xdp_mode: Some(format!("{:?}", args.xdp_mode).to_lowercase()),
         xdp_frags: Some(format!("{:?}", args.xdp_frags).to_lowercase()),
         observer: Some(args.observer_name()),
@@ -243,12 +303,7 @@ fn measure(
         }),
         roles: None,
         runs: rows,
-    };
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
-    print!("{}", rxsteer_report::summary(&doc)?);
-    rxsteer_report::run(dir)?;
-    index_run(dir, &doc)?;
-    Ok(())
+    })
 }
 
 /// A run stored beside `results/README.md` gets a line in that index.
