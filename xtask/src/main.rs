@@ -111,32 +111,7 @@ fn real_main() -> Result<()> {
             build_ebpf(&paths)?;
             cross::build(&paths, &target).map(|_| ())
         }
-        Task::Test { args } => {
-            build_ebpf(&paths)?;
-            if !cmd::is_root() {
-                eprintln!(
-                    "xtask test: not root: the tests marked `needs root` run and will fail \
-                     (a plain `cargo test` skips them and says so)"
-                );
-            }
-            ensure::packages_for("test", &ensure::TEST_PACKAGES)?;
-            // The aarch64 binaries, for the test that runs them under qemu-user.
-            let aarch64 = cross::build(&paths, cross::AARCH64)?;
-            // The tests a plain `cargo test` ignores (root, the aarch64 build) run here too; a
-            // missing prerequisite is then a failure, never a silent pass.
-            let tested = cmd::run_tests(
-                cmd::cargo(None)
-                    // Every test binary runs even after a failure: CI shows all that failed.
-                    .args(["test", "--workspace", "--no-fail-fast", "--"])
-                    .arg("--include-ignored")
-                    .args(args)
-                    .env("RXSTEER_AARCH64_BIN", aarch64)
-                    .current_dir(&paths.root),
-            );
-            // Even when tests fail: say what they left on the machine.
-            let clean = leftovers::check();
-            tested.and(clean)
-        }
+        Task::Test { args } => test(&paths, &args),
         Task::Run { iface, args } => {
             build_ebpf(&paths)?;
             build_rxsteer(&paths)?;
@@ -149,96 +124,131 @@ fn real_main() -> Result<()> {
                     .current_dir(&paths.root),
             )
         }
-        Task::Bench { which } => {
-            build_ebpf(&paths)?;
-            if matches!(which, Which::Xdp | Which::All) {
-                bench::run(&paths, &bench::XDP)?;
-            }
-            if matches!(which, Which::Serde | Which::All) {
-                bench::run(&paths, &bench::SERDE)?;
-            }
-            if matches!(which, Which::Allocs | Which::All) {
-                bench::run(&paths, &bench::ALLOCS)?;
-            }
-            if matches!(which, Which::Echo | Which::All) {
-                bench::run(&paths, &bench::ECHO)?;
-            }
-            if matches!(which, Which::Workloads | Which::All) {
-                bench::run(&paths, &bench::WORKLOADS)?;
-            }
-            if matches!(
-                which,
-                Which::Loadgen | Which::Barrage | Which::Soak | Which::All
-            ) {
-                // These drive the server with rxload, another package: build it beside.
-                cmd::run(
-                    "build rxload",
-                    cmd::cargo(None)
-                        .args(["build", "--release", "-p", "rxload"])
-                        .current_dir(&paths.root),
-                )?;
-                std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
-            }
-            if matches!(which, Which::Loadgen | Which::All) {
-                // rxload and wrk are compared against our server and against nginx.
-                ensure::packages_for("bench loadgen", &[("wrk", "wrk"), ("nginx", "nginx")])?;
-                bench::run(&paths, &bench::LOADGEN)?;
-            }
-            if matches!(which, Which::Barrage | Which::All) {
-                bench::run(&paths, &bench::BARRAGE)?;
-            }
-            if matches!(which, Which::Soak | Which::All) {
-                bench::run(&paths, &bench::SOAK)?;
-            }
-            if matches!(which, Which::Observer | Which::All) {
-                build_rxsteer(&paths)?;
-                bench::observer(&paths)?;
-            }
-            if matches!(which, Which::Nginx | Which::All) {
-                ensure::packages_for(
-                    "bench nginx",
-                    &[("nginx", "nginx"), ("wrk", "wrk"), ("perf", "linux-perf")],
-                )?;
-                bench::run(&paths, &bench::NGINX)?;
-            }
-            Ok(())
-        }
+        Task::Bench { which } => bench(&paths, which),
         Task::Fuzz(args) => fuzz::run(&paths, &args),
-        Task::Lint => {
-            // No eBPF build and no system packages: rustfmt and clippy need only the
-            // toolchains (userspace embeds an empty placeholder when the object is missing).
-            ensure::rust_src_only()?;
-            cmd::run(
-                "lint (rustfmt)",
-                cmd::cargo(None)
-                    .args(["fmt", "--all", "--check"])
-                    .current_dir(&paths.root),
-            )?;
-            cmd::run(
-                "lint (rustfmt, ebpf)",
-                cmd::cargo(None)
-                    .args(["fmt", "--all", "--check"])
-                    .current_dir(paths.root.join("ebpf")),
-            )?;
-            cmd::run(
-                "lint (clippy)",
-                cmd::cargo(None)
-                    .args([
-                        "clippy",
-                        "--workspace",
-                        "--all-targets",
-                        "--",
-                        "-D",
-                        "warnings",
-                    ])
-                    .current_dir(&paths.root),
-            )?;
-            cmd::run(
-                "lint (clippy, ebpf)",
-                ebpf_cargo(&paths, "clippy").args(["--", "-D", "warnings"]),
-            )
-        }
+        Task::Lint => lint(&paths),
     }
+}
+
+/// `cargo xtask test`: every test, the ones a plain `cargo test` ignores too, then a check
+/// that nothing was left on the machine.
+fn test(paths: &Paths, args: &[String]) -> Result<()> {
+    build_ebpf(paths)?;
+    if !cmd::is_root() {
+        eprintln!(
+            "xtask test: not root: the tests marked `needs root` run and will fail \
+             (a plain `cargo test` skips them and says so)"
+        );
+    }
+    ensure::packages_for("test", &ensure::TEST_PACKAGES)?;
+    // The aarch64 binaries, for the test that runs them under qemu-user.
+    let aarch64 = cross::build(paths, cross::AARCH64)?;
+    // The tests a plain `cargo test` ignores (root, the aarch64 build) run here too; a
+    // missing prerequisite is then a failure, never a silent pass.
+    let tested = cmd::run_tests(
+        cmd::cargo(None)
+            // Every test binary runs even after a failure: CI shows all that failed.
+            .args(["test", "--workspace", "--no-fail-fast", "--"])
+            .arg("--include-ignored")
+            .args(args)
+            .env("RXSTEER_AARCH64_BIN", aarch64)
+            .current_dir(&paths.root),
+    );
+    // Even when tests fail: say what they left on the machine.
+    let clean = leftovers::check();
+    tested.and(clean)
+}
+
+/// `cargo xtask bench [WHICH]`: each bench's raw output stored under results/.
+fn bench(paths: &Paths, which: Which) -> Result<()> {
+    build_ebpf(paths)?;
+    if matches!(which, Which::Xdp | Which::All) {
+        bench::run(paths, &bench::XDP)?;
+    }
+    if matches!(which, Which::Serde | Which::All) {
+        bench::run(paths, &bench::SERDE)?;
+    }
+    if matches!(which, Which::Allocs | Which::All) {
+        bench::run(paths, &bench::ALLOCS)?;
+    }
+    if matches!(which, Which::Echo | Which::All) {
+        bench::run(paths, &bench::ECHO)?;
+    }
+    if matches!(which, Which::Workloads | Which::All) {
+        bench::run(paths, &bench::WORKLOADS)?;
+    }
+    if matches!(
+        which,
+        Which::Loadgen | Which::Barrage | Which::Soak | Which::All
+    ) {
+        // These drive the server with rxload, another package: build it beside.
+        cmd::run(
+            "build rxload",
+            cmd::cargo(None)
+                .args(["build", "--release", "-p", "rxload"])
+                .current_dir(&paths.root),
+        )?;
+        std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
+    }
+    if matches!(which, Which::Loadgen | Which::All) {
+        // rxload and wrk are compared against our server and against nginx.
+        ensure::packages_for("bench loadgen", &[("wrk", "wrk"), ("nginx", "nginx")])?;
+        bench::run(paths, &bench::LOADGEN)?;
+    }
+    if matches!(which, Which::Barrage | Which::All) {
+        bench::run(paths, &bench::BARRAGE)?;
+    }
+    if matches!(which, Which::Soak | Which::All) {
+        bench::run(paths, &bench::SOAK)?;
+    }
+    if matches!(which, Which::Observer | Which::All) {
+        build_rxsteer(paths)?;
+        bench::observer(paths)?;
+    }
+    if matches!(which, Which::Nginx | Which::All) {
+        ensure::packages_for(
+            "bench nginx",
+            &[("nginx", "nginx"), ("wrk", "wrk"), ("perf", "linux-perf")],
+        )?;
+        bench::run(paths, &bench::NGINX)?;
+    }
+    Ok(())
+}
+
+/// `cargo xtask lint`: rustfmt and clippy, the workspace and the eBPF crate.
+fn lint(paths: &Paths) -> Result<()> {
+    // No eBPF build and no system packages: rustfmt and clippy need only the
+    // toolchains (userspace embeds an empty placeholder when the object is missing).
+    ensure::rust_src_only()?;
+    cmd::run(
+        "lint (rustfmt)",
+        cmd::cargo(None)
+            .args(["fmt", "--all", "--check"])
+            .current_dir(&paths.root),
+    )?;
+    cmd::run(
+        "lint (rustfmt, ebpf)",
+        cmd::cargo(None)
+            .args(["fmt", "--all", "--check"])
+            .current_dir(paths.root.join("ebpf")),
+    )?;
+    cmd::run(
+        "lint (clippy)",
+        cmd::cargo(None)
+            .args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+            .current_dir(&paths.root),
+    )?;
+    cmd::run(
+        "lint (clippy, ebpf)",
+        ebpf_cargo(paths, "clippy").args(["--", "-D", "warnings"]),
+    )
 }
 
 /// `cargo +nightly <sub>` for the eBPF crate, with bpf-linker on PATH.
