@@ -69,8 +69,30 @@ impl Conn {
     }
 }
 
-fn user_data(idx: usize, generation: u64, op: u64) -> u64 {
+/// An operation's user data: the operation, the connection, and its generation (the same
+/// order as the server's io_uring engine packs them).
+fn user_data(op: u64, idx: usize, generation: u64) -> u64 {
     (generation << 40) | ((idx as u64) << 8) | op
+}
+
+fn parts(ud: u64) -> (u64, usize, u64) {
+    (ud & 0xff, ((ud >> 8) & 0xffff_ffff) as usize, ud >> 40)
+}
+
+/// One thread's ring and connections, and what every request is recorded against.
+struct Driver<'a> {
+    ring: IoUring,
+    conns: Vec<Conn>,
+    /// Receives in flight: each request has exactly one, which always completes.
+    in_flight: usize,
+    /// Completions are copied out before they are handled (handling pushes new entries);
+    /// allocated once, as large as the completion queue.
+    completions: Vec<(u64, i32)>,
+    addr: SocketAddr,
+    req: &'a Request,
+    phase: &'a Phase,
+    stats: &'a RefCell<Stats>,
+    live: Option<&'a LiveCounters>,
 }
 
 /// Runs `n` connections to `addr` until the main thread releases the phase.
@@ -82,13 +104,13 @@ pub fn run(
     stats: &RefCell<Stats>,
     live: Option<&LiveCounters>,
 ) -> Result<()> {
-    let mut ring = IoUring::builder()
+    let ring = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
         .build((2 * n as u32).next_power_of_two().max(8))
         .context("io_uring_setup (--io uring needs a kernel that allows io_uring)")?;
     let now = Instant::now();
-    let mut conns: Vec<Conn> = (0..n)
+    let conns: Vec<Conn> = (0..n)
         .map(|_| Conn {
             stream: None,
             buf: vec![0u8; (req.bytes.len() * 2).max(16 << 10)],
@@ -100,146 +122,196 @@ pub fn run(
             failures: 0,
         })
         .collect();
-    // Completions are copied out before they are handled (handling pushes new entries);
-    // the vector is allocated once, as large as the completion queue.
-    let mut completions: Vec<(u64, i32)> = Vec::with_capacity(ring.params().cq_entries() as usize);
-    let mut in_flight = 0usize;
-    let fail = |c: &mut Conn, kind: ErrorKind| {
-        record(phase, stats, live, req, c.sent_at, Outcome::Fail(kind));
-        c.reopen(stats);
+    let completions = Vec::with_capacity(ring.params().cq_entries() as usize);
+    let mut d = Driver {
+        ring,
+        conns,
+        in_flight: 0,
+        completions,
+        addr,
+        req,
+        phase,
+        stats,
+        live,
     };
     loop {
-        let now = Instant::now();
-        // Open what is closed (and due), then start its request.
-        for (i, c) in conns.iter_mut().enumerate() {
-            if c.state != State::Closed || now < c.retry_at {
-                continue;
-            }
-            if phase.finished(now) {
-                c.state = State::Finished;
-                continue;
-            }
-            match TcpStream::connect_timeout(&addr, IO_TIMEOUT) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    c.stream = Some(s);
-                    c.filled = 0;
-                    start_request(&mut ring, i, c, &req.bytes, &mut in_flight)?;
-                }
-                Err(_) => {
-                    // Counted as a failed request (toward -n too), then tried again.
-                    record(
-                        phase,
-                        stats,
-                        live,
-                        req,
-                        now,
-                        Outcome::Fail(ErrorKind::Connect),
-                    );
-                    stats.borrow_mut().reconnects += 1;
-                    c.retry_at = now + Duration::from_millis(20);
-                }
-            }
-        }
-        if conns.iter().all(|c| c.state == State::Finished) {
+        d.open_due()?;
+        if d.conns.iter().all(|c| c.state == State::Finished) {
             break;
         }
-        // Enter the kernel once for several completions: an eighth of what is in flight,
-        // waiting at most BATCH_WAIT for them (a completion can sit that long before it is
-        // timed, the price of the batching). With one or none in flight, wait for one for up
-        // to 100 ms (to open connections that are due and to notice stalls).
-        let want = (in_flight / 8).max(1);
-        let ts = if want > 1 {
-            types::Timespec::from(BATCH_WAIT)
-        } else {
-            types::Timespec::new().nsec(100_000_000)
-        };
-        match ring
-            .submitter()
-            .submit_with_args(want, &types::SubmitArgs::new().timespec(&ts))
-        {
-            Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => {}
-            Err(e) => return Err(e).context("io_uring_enter"),
-        }
-        completions.clear();
-        completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
-        for &(ud, res) in &completions {
-            let (generation, idx, op) = (ud >> 40, ((ud >> 8) & 0xffff_ffff) as usize, ud & 0xff);
-            // `in_flight` counts receives: each request has exactly one, which always
-            // completes (a cancelled one too); a send's rare completion is extra.
-            if op == RECV {
-                in_flight -= 1;
-            }
-            let c = &mut conns[idx];
-            if generation != c.generation {
-                continue;
-            }
-            match (op, res) {
-                // A send completes only when it failed or came up short (MSG_WAITALL retries
-                // partial sends itself); its linked receive is then cancelled, and that
-                // completion belongs to the old generation after this reopen.
-                (SEND, _) => fail(c, ErrorKind::Write),
-                (RECV, r) if r <= 0 => fail(c, ErrorKind::Read),
-                (RECV, r) => {
-                    c.filled += r as usize;
-                    match parse_one(req.proto, &c.buf[..c.filled]) {
-                        Err(kind) => fail(c, kind),
-                        Ok(None) => match grow_if_full(&mut c.buf, c.filled) {
-                            Err(kind) => fail(c, kind),
-                            Ok(()) => push_recv(&mut ring, idx, c, 0, &mut in_flight)?,
-                        },
-                        Ok(Some(parsed)) => {
-                            let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
-                            if matches!(outcome, Outcome::Ok) {
-                                c.failures = 0;
-                            }
-                            if record(phase, stats, live, req, c.sent_at, outcome) {
-                                // Framing may be lost: start over on a new connection.
-                                c.reopen(stats);
-                            } else if phase.finished(Instant::now()) {
-                                c.state = State::Finished;
-                            } else {
-                                start_request(&mut ring, idx, c, &req.bytes, &mut in_flight)?;
-                            }
-                        }
-                    }
-                }
-                _ => bail!("unexpected io_uring completion {ud:#x}"),
-            }
-        }
-        // A server that stops answering: a timeout. shutdown() ends the pending receive,
-        // whose completion then belongs to an old generation and is ignored.
-        let now = Instant::now();
-        for c in conns.iter_mut() {
-            if c.state == State::Receiving && now.duration_since(c.sent_at) > IO_TIMEOUT {
-                if let Some(s) = &c.stream {
-                    let _ = s.shutdown(std::net::Shutdown::Both);
-                }
-                fail(c, ErrorKind::Timeout);
-            }
-        }
-    }
-    // The kernel may still hold a receive ended by a timeout: let it complete before the
-    // buffers it points into are freed.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while in_flight > 0 && Instant::now() < deadline {
-        let ts = types::Timespec::new().nsec(10_000_000);
-        let _ = ring
-            .submitter()
-            .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
-        let done = ring
+        d.wait()?;
+        d.completions.clear();
+        let done = d
+            .ring
             .completion()
-            .filter(|cqe| cqe.user_data() & 0xff == RECV)
-            .count();
-        in_flight = in_flight.saturating_sub(done);
+            .map(|cqe| (cqe.user_data(), cqe.result()));
+        d.completions.extend(done);
+        for i in 0..d.completions.len() {
+            let (ud, res) = d.completions[i];
+            d.completed(ud, res)?;
+        }
+        d.time_out_stalled();
     }
-    drop(ring);
+    d.drain();
+    drop(d);
     // As the tokio loop: stay until the main thread has read the window's figures.
     while !phase.done() {
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(())
+}
+
+impl Driver<'_> {
+    fn fail(&mut self, idx: usize, kind: ErrorKind) {
+        let c = &mut self.conns[idx];
+        record(
+            self.phase,
+            self.stats,
+            self.live,
+            self.req,
+            c.sent_at,
+            Outcome::Fail(kind),
+        );
+        c.reopen(self.stats);
+    }
+
+    /// Opens what is closed (and due), then starts its request.
+    fn open_due(&mut self) -> Result<()> {
+        let now = Instant::now();
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.state != State::Closed || now < c.retry_at {
+                continue;
+            }
+            if self.phase.finished(now) {
+                c.state = State::Finished;
+                continue;
+            }
+            match TcpStream::connect_timeout(&self.addr, IO_TIMEOUT) {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    c.stream = Some(s);
+                    c.filled = 0;
+                    start_request(&mut self.ring, i, c, &self.req.bytes, &mut self.in_flight)?;
+                }
+                Err(_) => {
+                    // Counted as a failed request (toward -n too), then tried again.
+                    let connect = Outcome::Fail(ErrorKind::Connect);
+                    record(self.phase, self.stats, self.live, self.req, now, connect);
+                    self.stats.borrow_mut().reconnects += 1;
+                    c.retry_at = now + Duration::from_millis(20);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Enters the kernel once for several completions: an eighth of what is in flight,
+    /// waiting at most BATCH_WAIT for them (a completion can sit that long before it is
+    /// timed, the price of the batching). With one or none in flight, waits for one for up
+    /// to 100 ms (to open connections that are due and to notice stalls).
+    fn wait(&mut self) -> Result<()> {
+        let want = (self.in_flight / 8).max(1);
+        let ts = if want > 1 {
+            types::Timespec::from(BATCH_WAIT)
+        } else {
+            types::Timespec::new().nsec(100_000_000)
+        };
+        match self
+            .ring
+            .submitter()
+            .submit_with_args(want, &types::SubmitArgs::new().timespec(&ts))
+        {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
+            Err(e) => Err(e).context("io_uring_enter"),
+        }
+    }
+
+    fn completed(&mut self, ud: u64, res: i32) -> Result<()> {
+        let (op, idx, generation) = parts(ud);
+        // A send's rare completion is extra; every receive completes once.
+        if op == RECV {
+            self.in_flight -= 1;
+        }
+        if generation != self.conns[idx].generation {
+            return Ok(());
+        }
+        match (op, res) {
+            // A send completes only when it failed or came up short (MSG_WAITALL retries
+            // partial sends itself); its linked receive is then cancelled, and that
+            // completion belongs to the old generation after this reopen.
+            (SEND, _) => self.fail(idx, ErrorKind::Write),
+            (RECV, r) if r <= 0 => self.fail(idx, ErrorKind::Read),
+            (RECV, r) => self.received(idx, r as usize)?,
+            _ => bail!("unexpected io_uring completion {ud:#x}"),
+        }
+        Ok(())
+    }
+
+    /// `n` more bytes of connection `idx`'s response: recorded once whole, then the next
+    /// request (or a new connection when the framing may be lost).
+    fn received(&mut self, idx: usize, n: usize) -> Result<()> {
+        let (req, stats) = (self.req, self.stats);
+        let c = &mut self.conns[idx];
+        c.filled += n;
+        match parse_one(req.proto, &c.buf[..c.filled]) {
+            Err(kind) => self.fail(idx, kind),
+            Ok(None) => match grow_if_full(&mut c.buf, c.filled) {
+                Err(kind) => self.fail(idx, kind),
+                Ok(()) => push_recv(&mut self.ring, idx, c, 0, &mut self.in_flight)?,
+            },
+            Ok(Some(parsed)) => {
+                let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
+                if matches!(outcome, Outcome::Ok) {
+                    c.failures = 0;
+                }
+                if record(self.phase, stats, self.live, req, c.sent_at, outcome) {
+                    // Framing may be lost: start over on a new connection.
+                    c.reopen(stats);
+                } else if self.phase.finished(Instant::now()) {
+                    c.state = State::Finished;
+                } else {
+                    start_request(&mut self.ring, idx, c, &req.bytes, &mut self.in_flight)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A server that stops answering: a timeout. shutdown() ends the pending receive, whose
+    /// completion then belongs to an old generation and is ignored.
+    fn time_out_stalled(&mut self) {
+        let now = Instant::now();
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            if c.state == State::Receiving && now.duration_since(c.sent_at) > IO_TIMEOUT {
+                if let Some(s) = &c.stream {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                self.fail(idx, ErrorKind::Timeout);
+            }
+        }
+    }
+
+    /// The kernel may still hold a receive ended by a timeout: let it complete before the
+    /// buffers it points into are freed.
+    fn drain(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.in_flight > 0 && Instant::now() < deadline {
+            let ts = types::Timespec::new().nsec(10_000_000);
+            let _ = self
+                .ring
+                .submitter()
+                .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
+            let done = self
+                .ring
+                .completion()
+                .filter(|cqe| cqe.user_data() & 0xff == RECV)
+                .count();
+            self.in_flight = self.in_flight.saturating_sub(done);
+        }
+    }
 }
 
 /// Queues the request's send and, linked behind it, the receive of its response.
@@ -257,7 +329,7 @@ fn start_request(
         .flags(libc::MSG_WAITALL)
         .build()
         .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
-        .user_data(user_data(idx, c.generation, SEND));
+        .user_data(user_data(SEND, idx, c.generation));
     // A link is formed only within one submission: keep the pair in the same one. (Split,
     // it would still be correct, the receive waiting for data that needs the send, just
     // not ordered by the kernel.)
@@ -288,7 +360,7 @@ fn push_recv(
     let sqe = opcode::Recv::new(types::Fd(fd), space.as_mut_ptr(), space.len() as u32)
         .ioprio(ioprio)
         .build()
-        .user_data(user_data(idx, c.generation, RECV));
+        .user_data(user_data(RECV, idx, c.generation));
     push(ring, &sqe)?;
     *in_flight += 1;
     Ok(())
