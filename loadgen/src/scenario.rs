@@ -83,8 +83,29 @@ pub fn build(
         Scenario::Upload => "/upload",
     };
     let path = target.path.as_deref().unwrap_or(default_path);
+    let (method, ct, body, check) = what_to_send(target, scenario, body_size, custom)?;
+    for (k, _) in custom.headers {
+        if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("host") {
+            bail!("-H {k}: rxload sets that header itself");
+        }
+    }
+    Ok(Request {
+        proto: target.proto,
+        bytes: encode(target, method, path, ct, custom.headers, &body),
+        check,
+    })
+}
+
+/// The method, content type, body and answer check of a request: what `--method` and
+/// `--body` give, else the scenario's.
+fn what_to_send<'a>(
+    target: &Target,
+    scenario: Scenario,
+    body_size: usize,
+    custom: &Custom<'a>,
+) -> Result<(&'a str, Option<&'static str>, Vec<u8>, Check)> {
     let explicit = custom.method.is_some() || custom.body.is_some();
-    let (method, ct, body, check): (&str, Option<&str>, Vec<u8>, Check) = if explicit {
+    Ok(if explicit {
         let body = custom.body.clone().unwrap_or_default();
         (
             custom
@@ -140,12 +161,18 @@ pub fn build(
                 )
             }
         }
-    };
-    for (k, _) in custom.headers {
-        if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("host") {
-            bail!("-H {k}: rxload sets that header itself");
-        }
-    }
+    })
+}
+
+/// The request on the wire: HTTP/1.1 text, or a ZAP-HTTP frame.
+fn encode(
+    target: &Target,
+    method: &str,
+    path: &str,
+    ct: Option<&str>,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut bytes = Vec::new();
     match target.proto {
         Proto::Http => {
@@ -155,34 +182,25 @@ pub fn build(
             if let Some(ct) = ct {
                 bytes.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
             }
-            for (k, v) in custom.headers {
+            for (k, v) in headers {
                 bytes.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
             }
             if !body.is_empty() || method != "GET" {
                 bytes.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
             }
             bytes.extend_from_slice(b"\r\n");
-            bytes.extend_from_slice(&body);
+            bytes.extend_from_slice(body);
         }
         Proto::Zap => {
             let mut h: Vec<(&[u8], &[u8])> = vec![(b"Host", target.authority.as_bytes())];
             if let Some(ct) = ct {
                 h.push((b"Content-Type", ct.as_bytes()));
             }
-            h.extend(
-                custom
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
-            );
-            encode_request(&mut bytes, method.as_bytes(), path.as_bytes(), &h, &body);
+            h.extend(headers.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
+            encode_request(&mut bytes, method.as_bytes(), path.as_bytes(), &h, body);
         }
     }
-    Ok(Request {
-        proto: target.proto,
-        bytes,
-        check,
-    })
+    bytes
 }
 
 /// A body of `n` bytes: the chat JSON at its size, else a-z repeated.
