@@ -48,47 +48,108 @@ pub fn bars(
             .copied()
             .fold(0.0, f64::max),
     );
-    let (left, bottom, top) = (70.0, H - 40.0, 40.0);
-    let plot_h = bottom - top;
-    let group_w = (W - left - 20.0) / groups.len().max(1) as f64;
-    let bar_w = group_w * 0.8 / modes.len().max(1) as f64;
+    let plot = BarPlot {
+        max,
+        left: 70.0,
+        bottom: H - 40.0,
+        top: 40.0,
+        group_w: (W - 70.0 - 20.0) / groups.len().max(1) as f64,
+        bar_w: (W - 70.0 - 20.0) / groups.len().max(1) as f64 * 0.8 / modes.len().max(1) as f64,
+    };
     // The legend: three entries a row, a row of 16 px below the plot for each.
     let per_row = modes.len().clamp(1, 3);
     let rows = modes.len().div_ceil(per_row).max(1);
-    let height = H + 16.0 * (rows - 1) as f64;
-    let mut o = String::new();
-    let _ = write!(
-        o,
+    let mut o = open_svg(H + 16.0 * (rows - 1) as f64, title);
+    plot.y_axis(&mut o, step, unit);
+    for (g, name) in groups.iter().enumerate() {
+        plot.group(
+            &mut o,
+            g,
+            name,
+            modes,
+            values.get(g).map_or(&[][..], |v| &v[..]),
+            unit,
+        );
+    }
+    let legend_w = (W - plot.left - 20.0) / per_row as f64;
+    for (m, mode) in modes.iter().enumerate() {
+        let x = plot.left + 10.0 + legend_w * (m % per_row) as f64;
+        let y = H - 14.0 + 16.0 * (m / per_row) as f64;
+        let _ = write!(
+            o,
+            r#"<rect x="{x:.1}" y="{y}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{}">{}</text>"#,
+            COLORS[m % COLORS.len()],
+            x + 14.0,
+            y + 9.0,
+            esc(mode)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// An SVG of width W and `height`, white, with `title` on top; the caller closes it.
+fn open_svg(height: f64, title: &str) -> String {
+    format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
         W / 2.0,
         esc(title)
-    );
-    let ticks = (max / step).round() as usize;
-    for k in 0..=ticks {
-        let v = step * k as f64;
-        let y = bottom - plot_h * v / max;
+    )
+}
+
+/// Where a bar chart's plot sits and how wide its groups and bars are.
+struct BarPlot {
+    max: f64,
+    left: f64,
+    bottom: f64,
+    top: f64,
+    group_w: f64,
+    bar_w: f64,
+}
+
+impl BarPlot {
+    fn plot_h(&self) -> f64 {
+        self.bottom - self.top
+    }
+
+    /// The grid lines with their values, and the unit along the axis.
+    fn y_axis(&self, o: &mut String, step: f64, unit: &str) {
+        let (left, bottom, plot_h, max) = (self.left, self.bottom, self.plot_h(), self.max);
+        let ticks = (max / step).round() as usize;
+        for k in 0..=ticks {
+            let v = step * k as f64;
+            let y = bottom - plot_h * v / max;
+            let _ = write!(
+                o,
+                r##"<line x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
+                W - 20.0,
+                left - 6.0,
+                y + 4.0
+            );
+        }
         let _ = write!(
             o,
-            r##"<line x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
-            W - 20.0,
-            left - 6.0,
-            y + 4.0
+            r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
+            self.top + plot_h / 2.0,
+            self.top + plot_h / 2.0,
+            esc(unit)
         );
     }
-    let _ = write!(
-        o,
-        r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
-        top + plot_h / 2.0,
-        top + plot_h / 2.0,
-        esc(unit)
-    );
-    for (g, name) in groups.iter().enumerate() {
-        let gx = left + group_w * g as f64 + group_w * 0.1;
+
+    /// Group `g`: a bar per mode at its median, a dot per repetition, the group's name.
+    fn group(
+        &self,
+        o: &mut String,
+        g: usize,
+        name: &str,
+        modes: &[&str],
+        per_mode: &[Vec<f64>],
+        unit: &str,
+    ) {
+        let (bottom, plot_h, max, bar_w) = (self.bottom, self.plot_h(), self.max, self.bar_w);
+        let gx = self.left + self.group_w * g as f64 + self.group_w * 0.1;
         for (m, mode) in modes.iter().enumerate() {
-            let reps = values
-                .get(g)
-                .and_then(|v| v.get(m))
-                .map_or(&[][..], |v| &v[..]);
+            let reps = per_mode.get(m).map_or(&[][..], |v| &v[..]);
             if reps.is_empty() {
                 continue;
             }
@@ -117,26 +178,11 @@ pub fn bars(
         let _ = write!(
             o,
             r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            gx + group_w * 0.4,
+            gx + self.group_w * 0.4,
             bottom + 16.0,
             esc(name)
         );
     }
-    let legend_w = (W - left - 20.0) / per_row as f64;
-    for (m, mode) in modes.iter().enumerate() {
-        let x = left + 10.0 + legend_w * (m % per_row) as f64;
-        let y = H - 14.0 + 16.0 * (m / per_row) as f64;
-        let _ = write!(
-            o,
-            r#"<rect x="{x:.1}" y="{y}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{}">{}</text>"#,
-            COLORS[m % COLORS.len()],
-            x + 14.0,
-            y + 9.0,
-            esc(mode)
-        );
-    }
-    o.push_str("</svg>\n");
-    o
 }
 
 /// Rows are CPUs, columns are samples over time; a cell's shade is its receive work as a
@@ -154,13 +200,7 @@ pub fn heatmap(title: &str, cells: &[Vec<f64>], kinds: &BTreeMap<u32, CoreKind>)
     let cell_h = half(440.0 / cpus.max(1) as f64).clamp(4.0, 20.0);
     let step = label_step(cell_h);
     let height = 60.0 + cell_h * cpus as f64 + 70.0;
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-        W / 2.0,
-        esc(title)
-    );
+    let mut o = open_svg(height, title);
     for cpu in 0..cpus {
         let y = 40.0 + cell_h * cpu as f64;
         if cpu % step == 0 {
@@ -237,13 +277,7 @@ pub fn lines(title: &str, x_unit: &str, y_unit: &str, series: &[Series]) -> Stri
     let height = H + 16.0 * rows as f64;
     let x = |v: f64| left + (right - left) * v / x_top;
     let y = |v: f64| bottom - (bottom - top) * v / y_top;
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-        W / 2.0,
-        esc(title)
-    );
+    let mut o = open_svg(height, title);
     for k in 0..=((y_top / y_step).round() as usize) {
         let v = y_step * k as f64;
         let _ = write!(
@@ -343,13 +377,7 @@ pub fn stacked(title: &str, rows: &[(String, TimeSplit)]) -> String {
     let (left, top, bar_h) = ((7.0 * longest as f64 + 12.0).max(120.0), 40.0, 18.0);
     let plot_w = W - left - 20.0;
     let height = top + (bar_h + 6.0) * rows.len() as f64 + 60.0;
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-        W / 2.0,
-        esc(title)
-    );
+    let mut o = open_svg(height, title);
     for (i, (name, t)) in rows.iter().enumerate() {
         let y = top + (bar_h + 6.0) * i as f64;
         let _ = write!(
