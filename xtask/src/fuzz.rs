@@ -202,64 +202,7 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
     let work = paths.root.join("target/fuzz");
     let mut outcomes = Vec::new();
     for t in &targets {
-        let corpus = work.join("corpus").join(t);
-        std::fs::create_dir_all(&corpus)?;
-        for (i, s) in seeds(paths, t)?.iter().enumerate() {
-            std::fs::write(corpus.join(format!("seed-{i}")), s)?;
-        }
-        let artifacts = work.join("artifacts").join(t);
-        std::fs::create_dir_all(&artifacts)?;
-        let limit = match args.runs {
-            Some(n) => format!("-runs={n}"),
-            None => format!("-max_total_time={}", args.seconds),
-        };
-        let started = std::time::Instant::now();
-        let out = Command::new(&cargo_fuzz)
-            .env("RUSTUP_TOOLCHAIN", crate::ensure::EBPF_TOOLCHAIN)
-            .env_remove("CARGO_TARGET_DIR")
-            .args(["fuzz", "run", "--fuzz-dir"])
-            .arg(paths.root.join("fuzz"))
-            .arg("--target-dir")
-            .arg(&work)
-            .arg(t)
-            .arg(&corpus)
-            .arg("--")
-            .arg(&limit)
-            .arg(format!("-artifact_prefix={}/", artifacts.display()))
-            .args([
-                "-print_final_stats=1",
-                "-malloc_limit_mb=256",
-                "-rss_limit_mb=1024",
-                "-timeout=10",
-            ])
-            .current_dir(&paths.root)
-            .output()
-            .context("running cargo fuzz")?;
-        let log = String::from_utf8_lossy(&out.stderr);
-        let (cov, ft, corpus) = coverage(&log);
-        let mut left: Vec<String> = std::fs::read_dir(&artifacts)?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        let o = Outcome {
-            target: t.clone(),
-            ok: out.status.success(),
-            runs: stat(&log, "stat::number_of_executed_units"),
-            seconds: started.elapsed().as_secs_f64(),
-            peak_rss_mb: stat(&log, "stat::peak_rss_mb"),
-            cov,
-            ft,
-            corpus,
-            artifacts: left,
-        };
-        if !o.ok {
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
-        }
-        // The same one line per target in every run, CI's short ones included.
-        eprintln!("fuzz {}", o.line());
-        outcomes.push(o);
+        outcomes.push(fuzz_one(paths, args, &cargo_fuzz, &work, t)?);
     }
     let mut report = String::new();
     for o in &outcomes {
@@ -267,31 +210,108 @@ pub fn run(paths: &Paths, args: &FuzzArgs) -> Result<()> {
     }
     let failed = outcomes.iter().filter(|o| !o.ok).count();
     if args.store {
-        let dir = crate::bench::run_dir(paths, "fuzz")?;
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let limit = args
-            .runs
-            .map_or(format!("--seconds {}", args.seconds), |n| {
-                format!("--runs {n}")
-            });
-        let head =
-            format!(
-            "# cargo xtask fuzz {limit} (cargo-fuzz {CARGO_FUZZ_VERSION}, libFuzzer with ASan, \
-             -malloc_limit_mb=256), commit {}{}, kernel {}\n\
-             # cov: edges covered, ft: features, corpus: inputs/bytes at the end; artifacts: \
-             crash, timeout, leak or OOM inputs (none means none were written)\n",
-            commit.trim(),
-            if dirty { " (with uncommitted changes)" } else { "" },
-            kernel.trim()
-        );
-        std::fs::write(dir.join("output.txt"), head + &report)?;
-        eprintln!("xtask fuzz: stored in {}", dir.display());
+        store(paths, args, &commit, dirty, &report)?;
     }
     print!("{report}");
     println!("fuzz: {} passed, {failed} failed", outcomes.len() - failed);
     if failed > 0 {
         bail!("{failed} fuzz target(s) failed");
     }
+    Ok(())
+}
+
+/// One target: its corpus seeded, cargo fuzz run within the limit, what it found.
+fn fuzz_one(
+    paths: &Paths,
+    args: &FuzzArgs,
+    cargo_fuzz: &std::path::Path,
+    work: &std::path::Path,
+    t: &str,
+) -> Result<Outcome> {
+    let corpus = work.join("corpus").join(t);
+    std::fs::create_dir_all(&corpus)?;
+    for (i, s) in seeds(paths, t)?.iter().enumerate() {
+        std::fs::write(corpus.join(format!("seed-{i}")), s)?;
+    }
+    let artifacts = work.join("artifacts").join(t);
+    std::fs::create_dir_all(&artifacts)?;
+    let limit = match args.runs {
+        Some(n) => format!("-runs={n}"),
+        None => format!("-max_total_time={}", args.seconds),
+    };
+    let started = std::time::Instant::now();
+    let out = Command::new(cargo_fuzz)
+        .env("RUSTUP_TOOLCHAIN", crate::ensure::EBPF_TOOLCHAIN)
+        .env_remove("CARGO_TARGET_DIR")
+        .args(["fuzz", "run", "--fuzz-dir"])
+        .arg(paths.root.join("fuzz"))
+        .arg("--target-dir")
+        .arg(work)
+        .arg(t)
+        .arg(&corpus)
+        .arg("--")
+        .arg(&limit)
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .args([
+            "-print_final_stats=1",
+            "-malloc_limit_mb=256",
+            "-rss_limit_mb=1024",
+            "-timeout=10",
+        ])
+        .current_dir(&paths.root)
+        .output()
+        .context("running cargo fuzz")?;
+    let log = String::from_utf8_lossy(&out.stderr);
+    let (cov, ft, corpus) = coverage(&log);
+    let mut left: Vec<String> = std::fs::read_dir(&artifacts)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let o = Outcome {
+        target: t.to_string(),
+        ok: out.status.success(),
+        runs: stat(&log, "stat::number_of_executed_units"),
+        seconds: started.elapsed().as_secs_f64(),
+        peak_rss_mb: stat(&log, "stat::peak_rss_mb"),
+        cov,
+        ft,
+        corpus,
+        artifacts: left,
+    };
+    if !o.ok {
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+    }
+    // The same one line per target in every run, CI's short ones included.
+    eprintln!("fuzz {}", o.line());
+    Ok(o)
+}
+
+/// The run's lines under results/, with the commit and the kernel they came from.
+fn store(paths: &Paths, args: &FuzzArgs, commit: &str, dirty: bool, report: &str) -> Result<()> {
+    let dir = crate::bench::run_dir(paths, "fuzz")?;
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let limit = args
+        .runs
+        .map_or(format!("--seconds {}", args.seconds), |n| {
+            format!("--runs {n}")
+        });
+    let head = format!(
+        "# cargo xtask fuzz {limit} (cargo-fuzz {CARGO_FUZZ_VERSION}, libFuzzer with ASan, \
+         -malloc_limit_mb=256), commit {}{}, kernel {}\n\
+         # cov: edges covered, ft: features, corpus: inputs/bytes at the end; artifacts: \
+         crash, timeout, leak or OOM inputs (none means none were written)\n",
+        commit.trim(),
+        if dirty {
+            " (with uncommitted changes)"
+        } else {
+            ""
+        },
+        kernel.trim()
+    );
+    std::fs::write(dir.join("output.txt"), head + report)?;
+    eprintln!("xtask fuzz: stored in {}", dir.display());
     Ok(())
 }
 
