@@ -215,6 +215,15 @@ pub async fn run(
     live: Option<Arc<crate::live::LiveCounters>>,
     source: Option<crate::bind::Source>,
 ) {
+    let load = Load {
+        req: &req,
+        batch: &batch,
+        pipeline,
+        phase: &phase,
+        stats: &stats,
+        live: live.as_deref(),
+        schedule,
+    };
     let mut buf = vec![0u8; (batch.len() * 2).max(16 << 10)];
     let mut next = schedule.map(|s| s.first);
     let mut attempt = 0u64;
@@ -228,84 +237,117 @@ pub async fn run(
             stats.borrow_mut().reconnects += 1;
             backoff.wait(&phase).await;
         }
-        let this_attempt = attempt;
         attempt += 1;
-        let connect = async {
-            match &source {
-                None => TcpStream::connect(addr).await,
-                Some(src) => src.socket(addr, this_attempt)?.connect(addr).await,
-            }
+        let Some(mut s) = connect(&load, addr, source.as_ref(), attempt - 1).await else {
+            continue;
         };
-        let mut s = match timeout(IO_TIMEOUT, connect).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(_)) | Err(_) => {
-                record(
-                    &phase,
-                    &stats,
-                    live.as_deref(),
-                    &req,
-                    Instant::now(),
-                    Outcome::Fail(ErrorKind::Connect),
-                );
-                continue;
-            }
-        };
-        let _ = s.set_nodelay(true);
-        let (mut filled, mut drained) = (0usize, false);
-        loop {
-            // Closed loop: send now. Open loop: wait for the intended time, never sooner.
-            let sent = match (next.as_mut(), schedule) {
-                (Some(intended), Some(sch)) => {
-                    let at = *intended;
-                    *intended += sch.every;
-                    if at > Instant::now() {
-                        tokio::time::sleep_until(at.into()).await;
-                    }
-                    at
+        if exchange(&load, &mut s, &mut buf, &mut next, &mut backoff).await {
+            // The last requests in flight are done; the server has answered at most this
+            // batch more than was counted. Idle until released, so no exit path runs inside
+            // the measured window.
+            return phase.idle_until_released().await;
+        }
+    }
+}
+
+/// What one connection task sends and where it records what came back.
+struct Load<'a> {
+    req: &'a Request,
+    /// The request repeated `pipeline` times.
+    batch: &'a [u8],
+    pipeline: usize,
+    phase: &'a Phase,
+    stats: &'a RefCell<Stats>,
+    live: Option<&'a crate::live::LiveCounters>,
+    schedule: Option<Schedule>,
+}
+
+/// A new connection (from `source`'s next address when binding), bounded by IO_TIMEOUT; a
+/// failure is recorded as a failed request.
+async fn connect(
+    load: &Load<'_>,
+    addr: SocketAddr,
+    source: Option<&crate::bind::Source>,
+    attempt: u64,
+) -> Option<TcpStream> {
+    let connect = async {
+        match source {
+            None => TcpStream::connect(addr).await,
+            Some(src) => src.socket(addr, attempt)?.connect(addr).await,
+        }
+    };
+    match timeout(IO_TIMEOUT, connect).await {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Some(s)
+        }
+        Ok(Err(_)) | Err(_) => {
+            let failed = Outcome::Fail(ErrorKind::Connect);
+            record(
+                load.phase,
+                load.stats,
+                load.live,
+                load.req,
+                Instant::now(),
+                failed,
+            );
+            None
+        }
+    }
+}
+
+/// Requests on one connection, batch after batch, until the window is over (true) or the
+/// connection must start over (false: an error, or framing that may be lost).
+async fn exchange(
+    load: &Load<'_>,
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    next: &mut Option<Instant>,
+    backoff: &mut Backoff,
+) -> bool {
+    let (mut filled, mut drained) = (0usize, false);
+    loop {
+        // Closed loop: send now. Open loop: wait for the intended time, never sooner.
+        let sent = match (next.as_mut(), load.schedule) {
+            (Some(intended), Some(sch)) => {
+                let at = *intended;
+                *intended += sch.every;
+                if at > Instant::now() {
+                    tokio::time::sleep_until(at.into()).await;
                 }
-                _ => Instant::now(),
+                at
+            }
+            _ => Instant::now(),
+        };
+        // Every response read and the socket empty at the last read: clear tokio's
+        // readiness rather than let the next read return EAGAIN (one system call per
+        // request saved). Race-free: try_io clears only the readiness it observed.
+        if filled == 0 && drained {
+            let _ = s.try_io(tokio::io::Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+        }
+        // No timer on the write: requests go into the socket buffer at once, and a server
+        // that stops answering trips the read timeout below.
+        let wrote = s.write_all(load.batch).await.is_ok();
+        for _ in 0..load.pipeline {
+            let outcome = if !wrote {
+                Outcome::Fail(ErrorKind::Write)
+            } else {
+                match read_response(s, load.req.proto, buf, &mut filled, &mut drained).await {
+                    Err(kind) => Outcome::Fail(kind),
+                    Ok(parsed) => settle(load.req, load.stats, buf, &mut filled, parsed),
+                }
             };
-            // Every response read and the socket empty at the last read: clear tokio's
-            // readiness rather than let the next read return EAGAIN (one system call per
-            // request saved). Race-free: try_io clears only the readiness it observed.
-            if filled == 0 && drained {
-                let _ = s.try_io(tokio::io::Interest::READABLE, || {
-                    Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-                });
+            if matches!(outcome, Outcome::Ok) {
+                backoff.reset();
             }
-            // No timer on the write: requests go into the socket buffer at once, and a server
-            // that stops answering trips the read timeout below.
-            let wrote = s.write_all(&batch).await.is_ok();
-            let mut restart = false;
-            for _ in 0..pipeline {
-                let outcome = if !wrote {
-                    Outcome::Fail(ErrorKind::Write)
-                } else {
-                    match read_response(&mut s, req.proto, &mut buf, &mut filled, &mut drained)
-                        .await
-                    {
-                        Err(kind) => Outcome::Fail(kind),
-                        Ok(parsed) => settle(&req, &stats, &mut buf, &mut filled, parsed),
-                    }
-                };
-                if matches!(outcome, Outcome::Ok) {
-                    backoff.reset();
-                }
-                restart = record(&phase, &stats, live.as_deref(), &req, sent, outcome);
-                if restart {
-                    break;
-                }
+            if record(load.phase, load.stats, load.live, load.req, sent, outcome) {
+                return false;
             }
-            if restart {
-                // Framing may be lost: start over on a new connection.
-                break;
-            }
-            if phase.finished(Instant::now()) {
-                // The last requests in flight are done; the server has answered at most this
-                // batch more than was counted. Idle until released, so no exit path runs
-                // inside the measured window.
-                return phase.idle_until_released().await;
-            }
+        }
+        if load.phase.finished(Instant::now()) {
+            return true;
         }
     }
 }
