@@ -97,88 +97,20 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
         interval_s: now.at.duration_since(prev.at).as_secs_f64(),
         ..Default::default()
     };
+    // The redirect errors and XDP exceptions are the machine's: summed over the CPUs.
     let mut errno = [0u64; N_ERRNO];
     for &cpu in cpus {
-        let (r0, r1) = (
-            at(&prev.rx, cpu, RxStats::ZERO),
-            at(&now.rx, cpu, RxStats::ZERO),
-        );
-        let (s0, s1) = (
-            at(&prev.softirq, cpu, SoftirqStats::ZERO),
-            at(&now.softirq, cpu, SoftirqStats::ZERO),
-        );
         let (x0, x1) = (
             at(&prev.xdp, cpu, XdpTraceStats::ZERO),
             at(&now.xdp, cpu, XdpTraceStats::ZERO),
         );
-        let class = class_delta(&r0, &r1);
-        let arrived = class_delta(
-            &at(&prev.on_cpu, cpu, RxStats::ZERO),
-            &at(&now.on_cpu, cpu, RxStats::ZERO),
-        );
-        let steered: u64 = (0..N_CLASSES)
-            .map(|i| r1.redirected[i].saturating_sub(r0.redirected[i]))
-            .sum();
-        let mut softirq_ns = [0u64; N_SOFTIRQ];
-        let mut softirq_runs = [0u64; N_SOFTIRQ];
-        for v in 0..N_SOFTIRQ {
-            softirq_ns[v] = s1.ns[v].saturating_sub(s0.ns[v]);
-            softirq_runs[v] = s1.count[v].saturating_sub(s0.count[v]);
-        }
         for (e, slot) in errno.iter_mut().enumerate() {
             *slot += x1.redirect_err_by_errno[e].saturating_sub(x0.redirect_err_by_errno[e]);
         }
         sample.redirect_err += x1.redirect_err.saturating_sub(x0.redirect_err);
         sample.xdp_exceptions += x1.exceptions().saturating_sub(x0.exceptions());
-        let softnet = match (prev.softnet.get(&cpu), now.softnet.get(&cpu)) {
-            (Some(p), Some(n)) => n.delta(p),
-            _ => Softnet::default(),
-        };
         let k = kthread_ns.get(&cpu).copied().unwrap_or_default();
-        let stack = class_delta(
-            &at(&prev.tc_ingress, cpu, RxStats::ZERO),
-            &at(&now.tc_ingress, cpu, RxStats::ZERO),
-        );
-        let tx = class_delta(
-            &at(&prev.tc_egress, cpu, RxStats::ZERO),
-            &at(&now.tc_egress, cpu, RxStats::ZERO),
-        );
-        let time = match (prev.stat.get(&cpu), now.stat.get(&cpu)) {
-            (Some(p), Some(n)) => n.delta(p),
-            _ => CpuTimes::default(),
-        };
-        sample.cpus.push(CpuSample {
-            cpu,
-            packets: r1.total_packets().saturating_sub(r0.total_packets()),
-            bytes: r1.total_bytes().saturating_sub(r0.total_bytes()),
-            class_packets: ClassPackets::from_array(&class),
-            ipv4: r1.ipv4.saturating_sub(r0.ipv4),
-            ipv6: r1.ipv6.saturating_sub(r0.ipv6),
-            vlan: r1.vlan.saturating_sub(r0.vlan),
-            net_rx_ns: softirq_ns[SOFTIRQ_NET_RX],
-            net_rx_runs: softirq_runs[SOFTIRQ_NET_RX],
-            net_tx_ns: softirq_ns[SOFTIRQ_NET_TX],
-            net_tx_runs: softirq_runs[SOFTIRQ_NET_TX],
-            softirq_ns,
-            softirq_runs,
-            cpumap_kthread_ns: k.cpumap,
-            napi_kthread_ns: k.napi,
-            other_napi_kthread_ns: k.other_napi,
-            cpumap_processed: x1.kthread_processed.saturating_sub(x0.kthread_processed),
-            cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
-            enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
-            enqueue_drops: x1.enqueue_drops.saturating_sub(x0.enqueue_drops),
-            arrived_packets: arrived.iter().sum(),
-            arrived_class: ClassPackets::from_array(&arrived),
-            steered_packets: steered,
-            steer_fallback: r1.redirect_fallback.saturating_sub(r0.redirect_fallback),
-            softnet,
-            stack_packets: stack.iter().sum(),
-            stack_class: ClassPackets::from_array(&stack),
-            tx_packets: tx.iter().sum(),
-            tx_class: ClassPackets::from_array(&tx),
-            time,
-        });
+        sample.cpus.push(cpu_delta(prev, now, cpu, k));
     }
     sample.redirect_err_by_errno = errno
         .iter()
@@ -187,6 +119,78 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
         .map(|(e, &n)| (e.to_string(), n))
         .collect();
     sample
+}
+
+/// One CPU's figures between two snapshots; `k` its receive kthreads' time.
+fn cpu_delta(prev: &Snapshot, now: &Snapshot, cpu: u32, k: KthreadNs) -> CpuSample {
+    let (r0, r1) = (
+        at(&prev.rx, cpu, RxStats::ZERO),
+        at(&now.rx, cpu, RxStats::ZERO),
+    );
+    let (s0, s1) = (
+        at(&prev.softirq, cpu, SoftirqStats::ZERO),
+        at(&now.softirq, cpu, SoftirqStats::ZERO),
+    );
+    let (x0, x1) = (
+        at(&prev.xdp, cpu, XdpTraceStats::ZERO),
+        at(&now.xdp, cpu, XdpTraceStats::ZERO),
+    );
+    let rx_of = |p: &[RxStats], n: &[RxStats]| {
+        class_delta(&at(p, cpu, RxStats::ZERO), &at(n, cpu, RxStats::ZERO))
+    };
+    let class = class_delta(&r0, &r1);
+    let arrived = rx_of(&prev.on_cpu, &now.on_cpu);
+    let stack = rx_of(&prev.tc_ingress, &now.tc_ingress);
+    let tx = rx_of(&prev.tc_egress, &now.tc_egress);
+    let steered: u64 = (0..N_CLASSES)
+        .map(|i| r1.redirected[i].saturating_sub(r0.redirected[i]))
+        .sum();
+    let mut softirq_ns = [0u64; N_SOFTIRQ];
+    let mut softirq_runs = [0u64; N_SOFTIRQ];
+    for v in 0..N_SOFTIRQ {
+        softirq_ns[v] = s1.ns[v].saturating_sub(s0.ns[v]);
+        softirq_runs[v] = s1.count[v].saturating_sub(s0.count[v]);
+    }
+    let softnet = match (prev.softnet.get(&cpu), now.softnet.get(&cpu)) {
+        (Some(p), Some(n)) => n.delta(p),
+        _ => Softnet::default(),
+    };
+    let time = match (prev.stat.get(&cpu), now.stat.get(&cpu)) {
+        (Some(p), Some(n)) => n.delta(p),
+        _ => CpuTimes::default(),
+    };
+    CpuSample {
+        cpu,
+        packets: r1.total_packets().saturating_sub(r0.total_packets()),
+        bytes: r1.total_bytes().saturating_sub(r0.total_bytes()),
+        class_packets: ClassPackets::from_array(&class),
+        ipv4: r1.ipv4.saturating_sub(r0.ipv4),
+        ipv6: r1.ipv6.saturating_sub(r0.ipv6),
+        vlan: r1.vlan.saturating_sub(r0.vlan),
+        net_rx_ns: softirq_ns[SOFTIRQ_NET_RX],
+        net_rx_runs: softirq_runs[SOFTIRQ_NET_RX],
+        net_tx_ns: softirq_ns[SOFTIRQ_NET_TX],
+        net_tx_runs: softirq_runs[SOFTIRQ_NET_TX],
+        softirq_ns,
+        softirq_runs,
+        cpumap_kthread_ns: k.cpumap,
+        napi_kthread_ns: k.napi,
+        other_napi_kthread_ns: k.other_napi,
+        cpumap_processed: x1.kthread_processed.saturating_sub(x0.kthread_processed),
+        cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
+        enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
+        enqueue_drops: x1.enqueue_drops.saturating_sub(x0.enqueue_drops),
+        arrived_packets: arrived.iter().sum(),
+        arrived_class: ClassPackets::from_array(&arrived),
+        steered_packets: steered,
+        steer_fallback: r1.redirect_fallback.saturating_sub(r0.redirect_fallback),
+        softnet,
+        stack_packets: stack.iter().sum(),
+        stack_class: ClassPackets::from_array(&stack),
+        tx_packets: tx.iter().sum(),
+        tx_class: ClassPackets::from_array(&tx),
+        time,
+    }
 }
 
 fn class_delta(a: &RxStats, b: &RxStats) -> [u64; N_CLASSES] {
