@@ -105,27 +105,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         http: o.http_ports.0.clone(),
         zap: o.zap_ports.0.clone(),
     };
-    // Decided, and refused, before anything changes: whether BPF loads at all, the XDP mode
-    // steering runs in, and the frags programs.
-    if o.observer == ObserverChoice::Off && args.steer == Mode::Cpumap {
-        bail!("--observer off: cpumap steering is itself a BPF program; use --observer auto");
-    }
-    let mut dp = match o.observer {
-        ObserverChoice::Off => None,
-        _ => Some(Dataplane::load_with(&ports, &sets)?),
-    };
-    let (steer_mode, frags) = match dp.as_mut() {
-        Some(dp) if args.steer == Mode::Cpumap => {
-            let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
-            let usable = dp.use_frags(o.xdp_frags)?;
-            (
-                Some(mode),
-                frags_for(args.steer, mode, o.xdp_frags, usable)?,
-            )
-        }
-        Some(dp) => (None, dp.use_frags(o.xdp_frags)?),
-        None => (None, false),
-    };
+    let (mut dp, steer_mode, frags) = load_dataplane(args, &ports, &sets)?;
     if let Some(dp) = dp.as_mut() {
         dp.attach_tracepoints()?;
     }
@@ -146,20 +126,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         &o.iface,
         program,
         o.xdp_mode,
-        &match args.steer {
-            Mode::Cpumap => format!(
-                "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
-                show_set(&sets.http),
-                show_set(&sets.zap),
-                show_set(&sets.other),
-                args.qsize
-            ),
-            Mode::Rps => format!(
-                "rps (CPUs {})",
-                rxsteer_tune::cpus::format_cpu_list(&input.cpus)
-            ),
-            Mode::None => "none".to_string(),
-        },
+        &steering_line(args, &sets, &input),
     );
     let output = Output {
         iface: &o.iface,
@@ -176,6 +143,59 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         );
     }
     shown
+}
+
+/// Decided, and refused, before anything changes: whether BPF loads at all (None with
+/// `--observer off`), the XDP mode cpumap steering runs in, and whether the frags-aware
+/// programs are used.
+fn load_dataplane(
+    args: &AttachArgs,
+    ports: &PortConfig,
+    sets: &SteerSets,
+) -> Result<(Option<Dataplane>, Option<XdpMode>, bool)> {
+    let o = &args.observe;
+    if o.observer == ObserverChoice::Off && args.steer == Mode::Cpumap {
+        bail!("--observer off: cpumap steering is itself a BPF program; use --observer auto");
+    }
+    let mut dp = match o.observer {
+        ObserverChoice::Off => None,
+        _ => Some(Dataplane::load_with(ports, sets)?),
+    };
+    let (steer_mode, frags) = match dp.as_mut() {
+        Some(dp) if args.steer == Mode::Cpumap => {
+            let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
+            let usable = dp.use_frags(o.xdp_frags)?;
+            (
+                Some(mode),
+                frags_for(args.steer, mode, o.xdp_frags, usable)?,
+            )
+        }
+        Some(dp) => (None, dp.use_frags(o.xdp_frags)?),
+        None => (None, false),
+    };
+    Ok((dp, steer_mode, frags))
+}
+
+/// What is steered where, in the line that says observing has begun.
+fn steering_line(
+    args: &AttachArgs,
+    sets: &SteerSets,
+    input: &rxsteer_tune::ProfileInput,
+) -> String {
+    match args.steer {
+        Mode::Cpumap => format!(
+            "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
+            show_set(&sets.http),
+            show_set(&sets.zap),
+            show_set(&sets.other),
+            args.qsize
+        ),
+        Mode::Rps => format!(
+            "rps (CPUs {})",
+            rxsteer_tune::cpus::format_cpu_list(&input.cpus)
+        ),
+        Mode::None => "none".to_string(),
+    }
 }
 
 /// Applies the tuning of `steer` (none: back to the snapshot) and says what it wrote.
