@@ -166,47 +166,16 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         }
     }
     let (arm, verdict, command) = match best {
-        Some(c) => {
-            let (lo, hi) = range(&c.ratios);
-            reasons.insert(
-                0,
-                format!(
-                    "{} beat untuned in all {} repetitions: {:.2}x median ({lo:.2}-{hi:.2})",
-                    arm_label(&c.arm),
-                    c.ratios.len(),
-                    median(&c.ratios)
-                ),
-            );
-            let rows = run.of(&c.arm, proto);
-            reasons.extend(limit(&rows));
-            (
-                Some(c.arm.clone()),
-                format!("deploy {}", arm_label(&c.arm)),
-                command(run, &c.arm, &rows),
-            )
-        }
+        Some(c) => deploy(run, proto, c, &mut reasons),
         None if !cands.is_empty() && cands.iter().all(|c| c.ratios.iter().all(|&r| r < 1.0)) => {
             reasons.push("every steering arm served less than untuned in every repetition".into());
             (None, "keep untuned".to_string(), None)
         }
         None => {
-            for c in cands
+            let shown = cands
                 .iter()
-                .filter(|c| c.spread <= NOISY || winners.is_empty())
-            {
-                let (lo, hi) = range(&c.ratios);
-                reasons.push(format!(
-                    "{}: {:.2}x median, {lo:.2}-{hi:.2} over {} repetitions: {}",
-                    arm_label(&c.arm),
-                    median(&c.ratios),
-                    c.ratios.len(),
-                    if lo <= 1.0 && hi >= 1.0 {
-                        "the repetitions disagree"
-                    } else {
-                        "below the 5 % worth deploying"
-                    }
-                ));
-            }
+                .filter(|c| c.spread <= NOISY || winners.is_empty());
+            reasons.extend(shown.map(no_difference));
             (None, "no difference shown".to_string(), None)
         }
     };
@@ -223,6 +192,48 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         reasons,
         command,
     }
+}
+
+/// The winner: why (its ratios, the limit its loads were given) and the command.
+fn deploy(
+    run: &RunDoc,
+    proto: Proto,
+    c: &Candidate,
+    reasons: &mut Vec<String>,
+) -> (Option<String>, String, Option<String>) {
+    let (lo, hi) = range(&c.ratios);
+    reasons.insert(
+        0,
+        format!(
+            "{} beat untuned in all {} repetitions: {:.2}x median ({lo:.2}-{hi:.2})",
+            arm_label(&c.arm),
+            c.ratios.len(),
+            median(&c.ratios)
+        ),
+    );
+    let rows = run.of(&c.arm, proto);
+    reasons.extend(limit(&rows));
+    (
+        Some(c.arm.clone()),
+        format!("deploy {}", arm_label(&c.arm)),
+        command(run, &c.arm, &rows),
+    )
+}
+
+/// Why a steering arm is not the winner: its median and range, and whether they disagree.
+fn no_difference(c: &Candidate) -> String {
+    let (lo, hi) = range(&c.ratios);
+    format!(
+        "{}: {:.2}x median, {lo:.2}-{hi:.2} over {} repetitions: {}",
+        arm_label(&c.arm),
+        median(&c.ratios),
+        c.ratios.len(),
+        if lo <= 1.0 && hi >= 1.0 {
+            "the repetitions disagree"
+        } else {
+            "below the 5 % worth deploying"
+        }
+    )
 }
 
 /// Whether the run can recommend at all: it has an untuned arm and a steering arm to weigh
