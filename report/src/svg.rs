@@ -278,39 +278,13 @@ pub fn lines(title: &str, x_unit: &str, y_unit: &str, series: &[Series]) -> Stri
     let x = |v: f64| left + (right - left) * v / x_top;
     let y = |v: f64| bottom - (bottom - top) * v / y_top;
     let mut o = open_svg(height, title);
-    for k in 0..=((y_top / y_step).round() as usize) {
-        let v = y_step * k as f64;
-        let _ = write!(
-            o,
-            r##"<line x1="{left}" x2="{right}" y1="{0:.1}" y2="{0:.1}" stroke="#e5e7eb"/><text x="{1}" y="{2:.1}" text-anchor="end">{3}</text>"##,
-            y(v),
-            left - 6.0,
-            y(v) + 4.0,
-            if v >= 1000.0 {
-                format!("{:.0}k", v / 1000.0)
-            } else {
-                format!("{v:.0}")
-            }
-        );
-    }
-    for k in 0..=((x_top / x_step).round() as usize) {
-        let v = x_step * k as f64;
-        let _ = write!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{v:.0}</text>"#,
-            x(v),
-            bottom + 16.0
-        );
-    }
-    let _ = write!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
-        (left + right) / 2.0,
-        bottom + 32.0,
-        esc(x_unit),
-        (top + bottom) / 2.0,
-        (top + bottom) / 2.0,
-        esc(y_unit)
+    line_axes(
+        &mut o,
+        &x,
+        &y,
+        (x_top, x_step, x_unit),
+        (y_top, y_step, y_unit),
+        (left, top, bottom, right),
     );
     for (
         i,
@@ -353,6 +327,51 @@ pub fn lines(title: &str, x_unit: &str, y_unit: &str, series: &[Series]) -> Stri
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// A line chart's grid, tick values and axis names; `x` and `y` map values to pixels.
+fn line_axes(
+    o: &mut String,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+    (x_top, x_step, x_unit): (f64, f64, &str),
+    (y_top, y_step, y_unit): (f64, f64, &str),
+    (left, top, bottom, right): (f64, f64, f64, f64),
+) {
+    for k in 0..=((y_top / y_step).round() as usize) {
+        let v = y_step * k as f64;
+        let _ = write!(
+            o,
+            r##"<line x1="{left}" x2="{right}" y1="{0:.1}" y2="{0:.1}" stroke="#e5e7eb"/><text x="{1}" y="{2:.1}" text-anchor="end">{3}</text>"##,
+            y(v),
+            left - 6.0,
+            y(v) + 4.0,
+            if v >= 1000.0 {
+                format!("{:.0}k", v / 1000.0)
+            } else {
+                format!("{v:.0}")
+            }
+        );
+    }
+    for k in 0..=((x_top / x_step).round() as usize) {
+        let v = x_step * k as f64;
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{v:.0}</text>"#,
+            x(v),
+            bottom + 16.0
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
+        (left + right) / 2.0,
+        bottom + 32.0,
+        esc(x_unit),
+        (top + bottom) / 2.0,
+        (top + bottom) / 2.0,
+        esc(y_unit)
+    );
 }
 
 /// Every how many rows of `cell_h` px a 12 px label fits with room to spare (14 px apart).
