@@ -209,6 +209,20 @@ fn draw(f: &mut Frame, shown: &Shown) {
         Constraint::Min(0),
     ])
     .areas(right);
+    draw_live(f, live, rps, p99);
+    draw_done(f, done, table);
+    if live.is_empty() && done.is_empty() {
+        f.render_widget(Paragraph::new(" starting...").dim(), table);
+    }
+}
+
+/// This load's req/s and p99, as they come in.
+fn draw_live(
+    f: &mut Frame,
+    live: &[LiveLine],
+    rps: ratatui::layout::Rect,
+    p99: ratatui::layout::Rect,
+) {
     let last = live.last().copied().unwrap_or_default();
     let rps_points: Vec<u64> = live.iter().map(|l| l.req_per_s as u64).collect();
     let p99_points: Vec<u64> = live.iter().map(|l| l.p99_us).collect();
@@ -233,6 +247,10 @@ fn draw(f: &mut Frame, shown: &Shown) {
             .data(&p99_points),
         p99,
     );
+}
+
+/// Every load done so far, the newest first.
+fn draw_done(f: &mut Frame, done: &[Done], table: ratatui::layout::Rect) {
     let rows = done.iter().rev().map(|d| {
         Row::new([
             d.label.clone(),
@@ -255,9 +273,6 @@ fn draw(f: &mut Frame, shown: &Shown) {
         .block(Block::bordered().title("results so far")),
         table,
     );
-    if live.is_empty() && done.is_empty() {
-        f.render_widget(Paragraph::new(" starting...").dim(), table);
-    }
 }
 
 #[cfg(test)]
