@@ -46,14 +46,9 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Port of the lab's load (counted as HTTP by rx_account).
 const LAB_PORT: u16 = 8080;
 
-pub fn run(args: &LabArgs) -> Result<()> {
-    privilege::require(
-        "rxsteer lab",
-        &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
-    )?;
-    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
-    // detaches and reverts, not the default death.
-    let stop = stop_on_signals()?;
+/// The lab's roles from the flags and this machine's CPUs, said with what the run will be
+/// and anything an earlier run left.
+fn roles_said(args: &LabArgs) -> Result<crate::lab::Roles> {
     let online = online_cpus()?;
     let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
@@ -67,6 +62,18 @@ pub fn run(args: &LabArgs) -> Result<()> {
     if let Some(c) = rxsteer_records::small_machine_caveat(online.len()) {
         eprintln!("rxsteer lab: note: {c}");
     }
+    Ok(roles)
+}
+
+pub fn run(args: &LabArgs) -> Result<()> {
+    privilege::require(
+        "rxsteer lab",
+        &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
+    )?;
+    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
+    // detaches and reverts, not the default death.
+    let stop = stop_on_signals()?;
+    let roles = roles_said(args)?;
     let lab = EmbeddedLab::create(&roles)?;
     let dev = lab.veth.server_dev.clone();
     let (dp, counters) = lab
