@@ -21,41 +21,21 @@ pub fn error_summary(s: &Stats) -> String {
     }
 }
 
+/// A run's figures, as printed and stored.
 pub struct Report<'a> {
-    args: &'a Args,
-    target: &'a target::Target,
-    threads: u32,
-    stats: &'a Stats,
-    elapsed: f64,
-    allocated: rxsteer_alloc::Counts,
-    cpu: f64,
-    request_bytes: usize,
+    pub args: &'a Args,
+    pub target: &'a target::Target,
+    pub threads: u32,
+    pub stats: &'a Stats,
+    /// The measured window, in seconds.
+    pub elapsed: f64,
+    pub allocated: rxsteer_alloc::Counts,
+    /// This process's CPU seconds over the window.
+    pub cpu: f64,
+    pub request_bytes: usize,
 }
 
 impl<'a> Report<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        args: &'a Args,
-        target: &'a target::Target,
-        threads: u32,
-        stats: &'a Stats,
-        elapsed: f64,
-        allocated: rxsteer_alloc::Counts,
-        cpu: f64,
-        request_bytes: usize,
-    ) -> Self {
-        Self {
-            args,
-            target,
-            threads,
-            stats,
-            elapsed,
-            allocated,
-            cpu,
-            request_bytes,
-        }
-    }
-
     /// Open loop: did the run deliver at least 95 % of the target rate?
     fn rate_reached(&self) -> bool {
         self.args.rate.is_none_or(|r| self.rps() >= 0.95 * r)

@@ -304,16 +304,16 @@ pub fn run(args: Args) -> Result<i32> {
 
 /// Prints and stores the figures; the exit code.
 fn report(args: &Args, plan: &Plan, total: &Stats, w: &Window) -> Result<i32> {
-    let report = Report::new(
+    let report = Report {
         args,
-        &plan.target,
-        plan.threads,
-        total,
-        w.elapsed_s,
-        w.allocated,
-        w.cpu_s,
-        plan.request.bytes.len(),
-    );
+        target: &plan.target,
+        threads: plan.threads,
+        stats: total,
+        elapsed: w.elapsed_s,
+        allocated: w.allocated,
+        cpu: w.cpu_s,
+        request_bytes: plan.request.bytes.len(),
+    };
     print!("{}", report.human());
     if let Some(path) = &args.hgrm {
         std::fs::write(path, hgrm::percentile_distribution(&total.latency_us))

@@ -9,7 +9,7 @@ use rxsteer_dataplane::{
 };
 
 use crate::{
-    cpu_arg::{cpu_list, CpuList},
+    cpu_arg::SteerCpus,
     host::{self, TuneGuard},
     iface,
     ports::check_disjoint,
@@ -27,18 +27,8 @@ pub struct AttachArgs {
     /// Steering mode.
     #[arg(long, value_enum)]
     pub steer: Mode,
-    /// cpumap: CPUs HTTP flows are spread over (default: every online CPU not in --zap-cpus).
-    #[arg(long, value_parser = cpu_list)]
-    pub http_cpus: Option<CpuList>,
-    /// cpumap: CPUs ZAP flows are spread over (default: not steered).
-    #[arg(long, value_parser = cpu_list)]
-    pub zap_cpus: Option<CpuList>,
-    /// cpumap: CPUs for all other IP traffic (default: not steered).
-    #[arg(long, value_parser = cpu_list)]
-    pub other_cpus: Option<CpuList>,
-    /// rps: CPUs RPS and XPS may use (default: every online CPU, like tune.sh).
-    #[arg(long, value_parser = cpu_list)]
-    pub cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub cpus: SteerCpus,
     /// cpumap: ring size per target CPU, in frames (1-16384, the kernel's limit).
     #[arg(long, default_value = "2048", value_parser = clap::value_parser!(u32).range(1..=MAX_QSIZE as i64))]
     pub qsize: u32,
@@ -50,28 +40,24 @@ pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
     check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
     let online = online_cpus()?;
     if args.steer != Mode::Cpumap {
-        for (flag, v) in [
-            ("--http-cpus", &args.http_cpus),
-            ("--zap-cpus", &args.zap_cpus),
-            ("--other-cpus", &args.other_cpus),
-        ] {
+        for (flag, v) in args.cpus.cpumap_flags() {
             if v.is_some() {
                 bail!("{flag} only applies to --steer cpumap");
             }
         }
         return Ok(SteerSets::default());
     }
-    if args.cpus.is_some() {
+    if args.cpus.cpus.is_some() {
         bail!("--cpus only applies to --steer rps (use --http-cpus / --zap-cpus for cpumap)");
     }
     if args.qsize == 0 || args.qsize > MAX_QSIZE {
         bail!("--qsize {} is out of range (1-{MAX_QSIZE})", args.qsize);
     }
-    let zap = args.zap_cpus.clone().map(|c| c.0).unwrap_or_default();
+    let zap = args.cpus.zap_cpus.clone().map(|c| c.0).unwrap_or_default();
     let sets = SteerSets {
         // The sets are disjoint, so HTTP's default is every online CPU not given to ZAP
         // (`--zap-cpus` alone must not collide with a default the user never chose).
-        http: args.http_cpus.clone().map_or_else(
+        http: args.cpus.http_cpus.clone().map_or_else(
             || {
                 online
                     .iter()
@@ -82,7 +68,12 @@ pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
             |c| c.0,
         ),
         zap,
-        other: args.other_cpus.clone().map(|c| c.0).unwrap_or_default(),
+        other: args
+            .cpus
+            .other_cpus
+            .clone()
+            .map(|c| c.0)
+            .unwrap_or_default(),
     };
     sets.validate(&online)?;
     Ok(sets)
@@ -97,7 +88,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     rxsteer_dataplane::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
-    let input = host::profile_input(&o.iface, args.cpus.as_ref().map(|c| c.0.as_slice()))?;
+    let input = host::profile_input(&o.iface, args.cpus.rps())?;
     host::recover_crashed()?;
     host::check_not_owned()?;
 

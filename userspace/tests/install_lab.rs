@@ -9,8 +9,7 @@ mod common;
 use common::{lab, online_cpus};
 use rxsteer::netns::{Netns, VethLab};
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    io::{BufRead, BufReader, Read},
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     time::{Duration, Instant},
@@ -377,36 +376,11 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
     // A TCP upload, the receiver on the target CPU: cpumap's kthread there does the work.
     let kthread_before = cpumap_kthread_ns(target);
     const BYTES: usize = 16 << 20;
-    let ip = lab.server_ip;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sink = lab.server.spawn(Some(target), move || {
-        let l = TcpListener::bind((ip, 8080))?;
-        tx.send(()).unwrap();
-        let (mut c, _) = l.accept()?;
-        let mut buf = vec![0u8; 1 << 16];
-        let mut total = 0usize;
-        loop {
-            match c.read(&mut buf)? {
-                0 => return Ok(total),
-                n => total += n,
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    lab.client
-        .spawn(Some(sender), move || {
-            let mut s =
-                TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(5))?;
-            let chunk = vec![7u8; 1 << 16];
-            for _ in 0..BYTES / chunk.len() {
-                s.write_all(&chunk)?;
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap()
-        .expect("upload through the unit's cpumap");
-    assert_eq!(sink.join().unwrap().unwrap(), BYTES);
+    assert_eq!(
+        common::tcp_upload(&lab, sender, target, BYTES),
+        BYTES,
+        "every byte arrived"
+    );
     let worked = cpumap_kthread_ns(target) - kthread_before;
     assert!(
         worked > 1_000_000,

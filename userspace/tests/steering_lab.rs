@@ -8,8 +8,7 @@ use common::{lab, online_cpus, udp_burst};
 use rxsteer::netns::{Netns, VethLab};
 use serde_json::Value;
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    io::{BufRead, BufReader, Read},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -166,36 +165,11 @@ fn cpumap_upload(tag: char, xdp_mode: &str, said_mode: &str) {
 
     // A real TCP upload: the receiver is pinned to the target CPU, the sender to another.
     const BYTES: usize = 32 << 20;
-    let ip = lab.server_ip;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sink = lab.server.spawn(Some(target), move || {
-        let l = TcpListener::bind((ip, 8080))?;
-        tx.send(()).unwrap();
-        let (mut c, _) = l.accept()?;
-        let mut buf = vec![0u8; 1 << 16];
-        let mut total = 0usize;
-        loop {
-            match c.read(&mut buf)? {
-                0 => return Ok(total),
-                n => total += n,
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    lab.client
-        .spawn(Some(sender), move || {
-            let mut s =
-                TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(5))?;
-            let chunk = vec![7u8; 1 << 16];
-            for _ in 0..BYTES / chunk.len() {
-                s.write_all(&chunk)?;
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap()
-        .expect("upload through cpumap");
-    assert_eq!(sink.join().unwrap().unwrap(), BYTES, "every byte arrived");
+    assert_eq!(
+        common::tcp_upload(&lab, sender, target, BYTES),
+        BYTES,
+        "every byte arrived"
+    );
 
     assert!(top.wait().unwrap().success());
     let lines = json_lines(&mut top);

@@ -14,7 +14,7 @@ use std::{
 
 use crate::{
     attach_cmd::{self, AttachArgs},
-    cpu_arg::{cpu_list, CpuList},
+    cpu_arg::{CpuList, SteerCpus},
     host, iface, privilege,
     privilege::Cap,
     tune_cmd::steering_profile,
@@ -37,18 +37,8 @@ pub struct InstallArgs {
     /// reference script is run there) or cpumap (XDP redirect into a BPF cpumap).
     #[arg(long, value_parser = steering_profile)]
     pub steer: Mode,
-    /// rps: CPUs RPS and XPS may use (default: every online CPU).
-    #[arg(long, value_parser = cpu_list)]
-    pub cpus: Option<CpuList>,
-    /// cpumap: CPUs HTTP flows are spread over (default: every online CPU not in --zap-cpus).
-    #[arg(long, value_parser = cpu_list)]
-    pub http_cpus: Option<CpuList>,
-    /// cpumap: CPUs ZAP flows are spread over (default: not steered).
-    #[arg(long, value_parser = cpu_list)]
-    pub zap_cpus: Option<CpuList>,
-    /// cpumap: CPUs for all other IP traffic (default: not steered).
-    #[arg(long, value_parser = cpu_list)]
-    pub other_cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub cpus: SteerCpus,
     /// cpumap: ring size per target CPU, in frames (1-16384).
     #[arg(long)]
     pub qsize: Option<u32>,
@@ -84,10 +74,10 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
     let list = |c: &Option<CpuList>| c.as_ref().map(|c| format_cpu_list(&c.0));
     let mut flags = Vec::new();
     let named = [
-        ("--cpus", list(&a.cpus)),
-        ("--http-cpus", list(&a.http_cpus)),
-        ("--zap-cpus", list(&a.zap_cpus)),
-        ("--other-cpus", list(&a.other_cpus)),
+        ("--cpus", list(&a.cpus.cpus)),
+        ("--http-cpus", list(&a.cpus.http_cpus)),
+        ("--zap-cpus", list(&a.cpus.zap_cpus)),
+        ("--other-cpus", list(&a.cpus.other_cpus)),
         ("--qsize", a.qsize.map(|q| q.to_string())),
         ("--xdp-mode", a.xdp_mode.map(|m| m.as_str().to_string())),
     ];
@@ -125,7 +115,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
                 bail!("{flag} only applies to --steer cpumap");
             }
         }
-        host::profile_input(&a.iface, a.cpus.as_ref().map(|c| c.0.as_slice()))?;
+        host::profile_input(&a.iface, a.cpus.rps())?;
     }
     Ok(ask)
 }
@@ -294,7 +284,7 @@ fn dry_run(out: &mut impl Write, layout: &Layout, ask: &Ask, a: &InstallArgs) ->
         layout.host(Path::new(BINARY)).display(),
         layout.record_path(&ask.iface).display()
     )?;
-    let input = host::profile_input(&ask.iface, a.cpus.as_ref().map(|c| c.0.as_slice()))?;
+    let input = host::profile_input(&ask.iface, a.cpus.rps())?;
     let plan = show(&profile(ask.steer, &input), None)?;
     let writes: Vec<_> = plan.writes().cloned().collect();
     writeln!(

@@ -196,3 +196,39 @@ pub fn host_state() -> Vec<String> {
     state.push(format!("state files: {runs:?}"));
     state
 }
+
+/// A TCP upload of `bytes` from the client namespace (pinned to `sender`) to a receiver on
+/// port 8080 in the server namespace (pinned to `receiver`), within 5 s to connect; the bytes
+/// that arrived.
+pub fn tcp_upload(lab: &VethLab, sender: u32, receiver: u32, bytes: usize) -> usize {
+    let ip = lab.server_ip;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = lab.server.spawn(Some(receiver), move || {
+        let l = TcpListener::bind((ip, 8080))?;
+        tx.send(()).unwrap();
+        let (mut c, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0usize;
+        loop {
+            match c.read(&mut buf)? {
+                0 => return Ok(total),
+                n => total += n,
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    lab.client
+        .spawn(Some(sender), move || {
+            let mut s =
+                TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(5))?;
+            let chunk = vec![7u8; 1 << 16];
+            for _ in 0..bytes / chunk.len() {
+                s.write_all(&chunk)?;
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .expect("the upload");
+    sink.join().unwrap().unwrap()
+}
