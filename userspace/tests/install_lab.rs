@@ -60,25 +60,16 @@ fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     out
 }
 
-/// Every value the profiles may write in the server namespace, as read.
-fn values(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
+/// `rxsteer install --root ROOT --iface <the lab's server veth> ARGS` in the server
+/// namespace, which must succeed; its output and the unit's name.
+fn install(lab: &VethLab, root: &Path, args: &[&str]) -> (Output, String) {
     let dev = &lab.server_dev;
-    let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
-        .iter()
-        .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
-        .collect();
-    for (name, _, scope) in rxsteer_tune::sysctl::REFERENCE {
-        if scope == rxsteer_tune::sysctl::Scope::PerNetns {
-            paths.push(rxsteer_tune::sysctl::path(name).display().to_string());
-        }
-    }
-    paths
-        .into_iter()
-        .map(|p| {
-            let o = lab.server.command("cat").arg(&p).output().unwrap();
-            (p, o.stdout)
-        })
-        .collect()
+    let root = root.display().to_string();
+    let mut all = vec!["install", "--root", &root, "--iface", dev];
+    all.extend_from_slice(args);
+    let o = rxsteer(&lab.server, &all);
+    assert!(o.status.success(), "{}", text(&o));
+    (o, format!("rxsteer-{}.service", dev.replace('-', "\\x2d")))
 }
 
 /// The unit's `Key=` command, with the image's binary in place of the installed path.
@@ -135,7 +126,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
     let dev = lab.server_dev.clone();
     let root = image("rps");
     let root_s = root.display().to_string();
-    let (tree_before, values_before) = (tree(&root), values(&lab));
+    let (tree_before, values_before) = (tree(&root), common::profile_values(&lab));
 
     // A dry run prints the unit and the values, and writes nothing.
     let dry = rxsteer(
@@ -160,22 +151,11 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
         text(&dry)
     );
     assert_eq!(tree(&root), tree_before, "a dry run writes nothing");
-    let o = rxsteer(
-        &lab.server,
-        &[
-            "install",
-            "--root",
-            &root_s,
-            "--iface",
-            &dev,
-            "--steer",
-            "rps",
-            "--cpus",
-            &target.to_string(),
-        ],
+    let (o, unit_name) = install(
+        &lab,
+        &root,
+        &["--steer", "rps", "--cpus", &target.to_string()],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
     assert!(
         text(&o).contains(&format!(
             "installed {unit_name} (rps on {dev}): enabled in the image"
@@ -192,7 +172,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
         "enabled in the image"
     );
     assert_eq!(
-        values(&lab),
+        common::profile_values(&lab),
         values_before,
         "install itself changes no value"
     );
@@ -220,7 +200,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
         &[target],
         rxsteer_tune::cpus::nr_cpu_ids_under(Path::new("/")).unwrap(),
     );
-    let rps = values(&lab)[0].1.clone();
+    let rps = common::profile_values(&lab)[0].1.clone();
     assert_eq!(
         rxsteer_tune::cpus::parse_cpumask(String::from_utf8_lossy(&rps).trim()).unwrap(),
         rxsteer_tune::cpus::parse_cpumask(&mask).unwrap(),
@@ -255,7 +235,11 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
     let stop = command_of(&unit, "ExecStop", &root).unwrap();
     let o = run(&lab.server, &stop);
     assert!(o.status.success(), "ExecStop: {}", text(&o));
-    assert_eq!(values(&lab), values_before, "stop restores byte for byte");
+    assert_eq!(
+        common::profile_values(&lab),
+        values_before,
+        "stop restores byte for byte"
+    );
     let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
     assert_eq!(s.status.code(), Some(3), "{}", text(&s));
     assert!(
@@ -313,23 +297,12 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
     let dev = lab.server_dev.clone();
     let root = image("cpumap");
     let root_s = root.display().to_string();
-    let (tree_before, values_before) = (tree(&root), values(&lab));
-    let o = rxsteer(
-        &lab.server,
-        &[
-            "install",
-            "--root",
-            &root_s,
-            "--iface",
-            &dev,
-            "--steer",
-            "cpumap",
-            "--http-cpus",
-            &target.to_string(),
-        ],
+    let (tree_before, values_before) = (tree(&root), common::profile_values(&lab));
+    let (_, unit_name) = install(
+        &lab,
+        &root,
+        &["--steer", "cpumap", "--http-cpus", &target.to_string()],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
     let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
     verify(&unit, &unit_name, &root);
     assert!(
@@ -396,7 +369,11 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
         "attach ended cleanly on SIGTERM: {status:?}"
     );
     assert_eq!(lab.server.xdp_attached(&dev).unwrap(), None, "XDP detached");
-    assert_eq!(values(&lab), values_before, "tuning restored byte for byte");
+    assert_eq!(
+        common::profile_values(&lab),
+        values_before,
+        "tuning restored byte for byte"
+    );
     let u = rxsteer(&lab.server, &["uninstall", "--root", &root_s]);
     assert!(u.status.success(), "{}", text(&u));
     assert_eq!(

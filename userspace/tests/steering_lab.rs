@@ -21,24 +21,6 @@ fn cat(ns: &Netns, path: &str) -> Vec<u8> {
     out.stdout
 }
 
-/// Every file the rps/cpumap profiles may touch inside the lab's server namespace.
-fn touched(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
-    let dev = &lab.server_dev;
-    let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
-        .iter()
-        .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
-        .collect();
-    for (name, _, scope) in rxsteer_tune::sysctl::REFERENCE {
-        if scope == rxsteer_tune::sysctl::Scope::PerNetns {
-            paths.push(rxsteer_tune::sysctl::path(name).display().to_string());
-        }
-    }
-    paths
-        .into_iter()
-        .map(|p| (p.clone(), cat(&lab.server, &p)))
-        .collect()
-}
-
 fn rps_cpus(lab: &VethLab) -> String {
     String::from_utf8(cat(
         &lab.server,
@@ -134,7 +116,7 @@ fn cpumap_upload(tag: char, xdp_mode: &str, said_mode: &str) {
     let (sender, target) = (cpus[0], *cpus.last().unwrap());
     // TX checksum offload off on the sender: native-XDP cpumap on veth drops partial checksums.
     let lab = common::nic_lab(tag);
-    let before = touched(&lab);
+    let before = common::profile_values(&lab);
     let (mut top, said) = attach(
         &lab,
         &[
@@ -209,7 +191,11 @@ fn cpumap_upload(tag: char, xdp_mode: &str, said_mode: &str) {
         net_rx[t]
     );
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
-    assert_eq!(touched(&lab), before, "tuning reverted byte for byte");
+    assert_eq!(
+        common::profile_values(&lab),
+        before,
+        "tuning reverted byte for byte"
+    );
 }
 
 #[test]
@@ -219,7 +205,7 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
     assert!(cpus.len() >= 2, "needs 2 CPUs, this machine has 1");
     let (sender, rps) = (cpus[0], *cpus.last().unwrap());
     let lab = lab('r');
-    let before = touched(&lab);
+    let before = common::profile_values(&lab);
     let (mut top, said) = attach(
         &lab,
         &[
@@ -267,7 +253,7 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
         received_rps[r] > 0,
         "and was woken for it: {received_rps:?}"
     );
-    assert_eq!(touched(&lab), before);
+    assert_eq!(common::profile_values(&lab), before);
 }
 
 /// A 192-CPU machine's CPU lists and the queue files of `dev`, as sysfs would hold them.
@@ -312,7 +298,7 @@ fn files_under(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 #[ignore = "needs root: attaches XDP in a veth lab"]
 fn rps_masks_past_64_cpus_go_end_to_end_through_attach_on_a_fake_sysfs_tree() {
     let lab = lab('g');
-    let real_before = touched(&lab);
+    let real_before = common::profile_values(&lab);
     let root = fake_sysfs_192(&lab.server_dev);
     let fake_before = files_under(&root);
     let rps_file = root.join(format!(
@@ -369,7 +355,7 @@ fn rps_masks_past_64_cpus_go_end_to_end_through_attach_on_a_fake_sysfs_tree() {
         "the fake tree is restored byte for byte"
     );
     assert_eq!(
-        touched(&lab),
+        common::profile_values(&lab),
         real_before,
         "the real queues were never touched"
     );
@@ -381,7 +367,7 @@ fn rps_masks_past_64_cpus_go_end_to_end_through_attach_on_a_fake_sysfs_tree() {
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn every_exit_restores_the_host_and_modes_are_exclusive() {
     let lab = lab('x');
-    let before = touched(&lab);
+    let before = common::profile_values(&lab);
 
     // SIGKILL leaves the tuning; `rxsteer restore` puts it back.
     let (mut a, _) = attach(&lab, &["--steer", "rps", "--json"]);
@@ -411,14 +397,22 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
     );
     a.kill().unwrap();
     a.wait().unwrap();
-    assert_ne!(touched(&lab), before, "a killed session leaves its tuning");
+    assert_ne!(
+        common::profile_values(&lab),
+        before,
+        "a killed session leaves its tuning"
+    );
     let out = lab.server.command(RXSTEER).arg("restore").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && said.starts_with("restored "),
         "{said}"
     );
-    assert_eq!(touched(&lab), before, "restore is byte-exact");
+    assert_eq!(
+        common::profile_values(&lab),
+        before,
+        "restore is byte-exact"
+    );
 
     // SIGKILL again; this time the next start restores it before doing anything, and a switch
     // to cpumap leaves RPS off while it runs: modes never mix.
@@ -443,7 +437,7 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
         ""
     );
     assert!(b.wait().unwrap().success());
-    assert_eq!(touched(&lab), before);
+    assert_eq!(common::profile_values(&lab), before);
 
     // SIGTERM while it is still setting up (loading programs, tuning): the handlers are
     // installed first, so this too is a clean exit that reverts.
@@ -468,16 +462,20 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
         early.wait().unwrap().success(),
         "SIGTERM during setup: clean exit"
     );
-    assert_eq!(touched(&lab), before);
+    assert_eq!(common::profile_values(&lab), before);
 
     // SIGTERM, and a hang-up (the terminal or ssh session closed) or SIGQUIT: each a clean
     // exit that reverts.
     for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         let (mut b, _) = attach(&lab, &["--steer", "rps", "--json"]);
-        assert_ne!(touched(&lab), before, "tuned while attached");
+        assert_ne!(common::profile_values(&lab), before, "tuned while attached");
         unsafe { libc::kill(b.id() as i32, signal) };
         assert!(b.wait().unwrap().success(), "signal {signal}: clean exit");
-        assert_eq!(touched(&lab), before, "signal {signal}: reverted");
+        assert_eq!(
+            common::profile_values(&lab),
+            before,
+            "signal {signal}: reverted"
+        );
         assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
     }
 }
@@ -486,7 +484,7 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn bad_steering_input_is_one_line_and_changes_nothing() {
     let lab = lab('v');
-    let before = touched(&lab);
+    let before = common::profile_values(&lab);
     let dev = lab.server_dev.as_str();
     for (args, needle) in [
         (
@@ -564,7 +562,7 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("is down"));
     lab.server.ip(&["link", "set", dev, "up"]).unwrap();
-    assert_eq!(touched(&lab), before);
+    assert_eq!(common::profile_values(&lab), before);
     assert_eq!(lab.server.xdp_attached(dev).unwrap(), None);
 }
 

@@ -232,3 +232,26 @@ pub fn tcp_upload(lab: &VethLab, sender: u32, receiver: u32, bytes: usize) -> us
         .expect("the upload");
     sink.join().unwrap().unwrap()
 }
+
+/// Every file the rps/cpumap profiles may touch inside the lab's server namespace, with its
+/// bytes as read: equal before and after = the tuning was reverted byte for byte.
+pub fn profile_values(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
+    let dev = &lab.server_dev;
+    let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
+        .iter()
+        .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
+        .collect();
+    for (name, _, scope) in rxsteer_tune::sysctl::REFERENCE {
+        if scope == rxsteer_tune::sysctl::Scope::PerNetns {
+            paths.push(rxsteer_tune::sysctl::path(name).display().to_string());
+        }
+    }
+    paths
+        .into_iter()
+        .map(|p| {
+            let o = lab.server.command("cat").arg(&p).output().unwrap();
+            assert!(o.status.success(), "cat {p}");
+            (p, o.stdout)
+        })
+        .collect()
+}
