@@ -1,5 +1,6 @@
 //! Every run stored under results/ still renders: report.md and its charts, from a copy of its
-//! folder (the stored files are left as they are).
+//! folder (the stored files are left as they are); and reads through the typed records, every
+//! row's arm a known steering mode that agrees with the row's.
 use std::path::Path;
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -25,6 +26,13 @@ fn every_stored_run_renders() {
         let copy = scratch.join(dir.file_name().unwrap());
         copy_dir(&dir, &copy);
         rxsteer_report::run(&copy).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
+        // Through the typed records: every name known, every arm a known mode and its row's.
+        let doc = rxsteer_report::read(&dir).unwrap_or_else(|e| panic!("{e:#}"));
+        for (i, r) in doc.runs.iter().enumerate() {
+            let (mode, _) = rxsteer_records::run::split_arm(r.arm())
+                .unwrap_or_else(|e| panic!("{}: runs[{i}].arm: {e}", dir.display()));
+            assert_eq!(mode, r.mode, "{}: runs[{i}]: arm and mode", dir.display());
+        }
         let md = std::fs::read_to_string(copy.join("report.md")).unwrap();
         assert!(md.starts_with("# Receive steering"), "{}", dir.display());
         assert!(copy.join("throughput.svg").is_file());
