@@ -270,6 +270,65 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+#[test]
+#[ignore = "needs root: tunes a veth lab's loader side and writes a unit into an image tree"]
+fn on_a_loader_box_the_same_install_applies_xps_and_stop_restores_it() {
+    // The reference script runs on every loader box too: here the lab's client namespace.
+    let cpus = online_cpus();
+    let target = *cpus.last().unwrap();
+    let lab = lab('l');
+    let (ns, dev) = (&lab.client, lab.client_dev.clone());
+    let root = image("loader");
+    let root_s = root.display().to_string();
+    let (tree_before, values_before) = (tree(&root), common::profile_values_in(ns, &dev));
+    let o = rxsteer(
+        ns,
+        &[
+            "install",
+            "--root",
+            &root_s,
+            "--iface",
+            &dev,
+            "--steer",
+            "rps",
+            "--cpus",
+            &target.to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
+    let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
+    let o = run(ns, &command_of(&unit, "ExecStart", &root).unwrap());
+    assert!(o.status.success(), "ExecStart: {}", text(&o));
+    let xps = ns
+        .command("cat")
+        .arg(format!("/sys/class/net/{dev}/queues/tx-0/xps_cpus"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        rxsteer_tune::cpus::parse_cpumask(String::from_utf8_lossy(&xps.stdout).trim()).unwrap(),
+        vec![target],
+        "XPS on CPU {target} on the loader's interface"
+    );
+    let s = rxsteer(ns, &["status", "--root", &root_s]);
+    assert!(
+        s.status.success() && text(&s).contains("live values: all"),
+        "{}",
+        text(&s)
+    );
+    let o = run(ns, &command_of(&unit, "ExecStop", &root).unwrap());
+    assert!(o.status.success(), "ExecStop: {}", text(&o));
+    assert_eq!(
+        common::profile_values_in(ns, &dev),
+        values_before,
+        "restored byte for byte"
+    );
+    let u = rxsteer(ns, &["uninstall", "--root", &root_s]);
+    assert!(u.status.success(), "{}", text(&u));
+    assert_eq!(tree(&root), tree_before);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// ns on CPU of every cpumap kthread of `cpu` (`cpumap/CPU/map:ID`), from schedstat.
 fn cpumap_kthread_ns(cpu: u32) -> u64 {
     let prefix = format!("cpumap/{cpu}/");

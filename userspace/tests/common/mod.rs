@@ -236,7 +236,11 @@ pub fn tcp_upload(lab: &VethLab, sender: u32, receiver: u32, bytes: usize) -> us
 /// Every file the rps/cpumap profiles may touch inside the lab's server namespace, with its
 /// bytes as read: equal before and after = the tuning was reverted byte for byte.
 pub fn profile_values(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
-    let dev = &lab.server_dev;
+    profile_values_in(&lab.server, &lab.server_dev)
+}
+
+/// [`profile_values`] of `dev` in `ns` (the lab's loader side: its client namespace).
+pub fn profile_values_in(ns: &Netns, dev: &str) -> Vec<(String, Vec<u8>)> {
     let mut paths: Vec<String> = ["rx-0/rps_cpus", "rx-0/rps_flow_cnt", "tx-0/xps_cpus"]
         .iter()
         .map(|f| format!("/sys/class/net/{dev}/queues/{f}"))
@@ -249,7 +253,7 @@ pub fn profile_values(lab: &VethLab) -> Vec<(String, Vec<u8>)> {
     paths
         .into_iter()
         .map(|p| {
-            let o = lab.server.command("cat").arg(&p).output().unwrap();
+            let o = ns.command("cat").arg(&p).output().unwrap();
             assert!(o.status.success(), "cat {p}");
             (p, o.stdout)
         })
