@@ -79,30 +79,95 @@ pub struct SteerSets {
     pub other: Vec<u32>,
 }
 
+/// One of the steering sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteerSet {
+    Http,
+    Zap,
+    Other,
+}
+
+impl SteerSet {
+    /// How the set reads in a sentence ("the HTTP set").
+    pub fn words(self) -> &'static str {
+        match self {
+            SteerSet::Http => "the HTTP set",
+            SteerSet::Zap => "the ZAP set",
+            SteerSet::Other => "the set for other traffic",
+        }
+    }
+}
+
+/// What is wrong with steering sets; [`SetError::describe`] names the sets as a caller calls
+/// them (the command line: its flags), `Display` in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetError {
+    NotOnline {
+        set: SteerSet,
+        cpu: u32,
+        online: Vec<u32>,
+    },
+    TooMany {
+        set: SteerSet,
+        n: usize,
+    },
+    InBoth {
+        cpu: u32,
+    },
+    Empty,
+}
+
+impl SetError {
+    pub fn describe(&self, name: impl Fn(SteerSet) -> &'static str) -> String {
+        match self {
+            SetError::NotOnline { set, cpu, online } => format!(
+                "CPU {cpu} in {} is not online on this machine (online: {})",
+                name(*set),
+                format_cpu_list(online)
+            ),
+            SetError::TooMany { set, n } => {
+                format!("{} names {n} CPUs; at most {MAX_STEER_CPUS}", name(*set))
+            }
+            SetError::InBoth { cpu } => format!(
+                "CPU {cpu} is in both {} and {}: give each service its own CPUs",
+                name(SteerSet::Http),
+                name(SteerSet::Zap)
+            ),
+            SetError::Empty => "every steering set is empty: nothing would be steered".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(SteerSet::words))
+    }
+}
+
+impl std::error::Error for SetError {}
+
 impl SteerSets {
     /// Every set within the online CPUs and the size limit; HTTP and ZAP sets disjoint; at
     /// least one set non-empty.
-    pub fn validate(&self, online: &[u32]) -> Result<()> {
-        for (flag, set) in [
-            ("--http-cpus", &self.http),
-            ("--zap-cpus", &self.zap),
-            ("--other-cpus", &self.other),
+    pub fn validate(&self, online: &[u32]) -> Result<(), SetError> {
+        for (set, cpus) in [
+            (SteerSet::Http, &self.http),
+            (SteerSet::Zap, &self.zap),
+            (SteerSet::Other, &self.other),
         ] {
-            if let Some(c) = set.iter().find(|c| !online.contains(c)) {
-                bail!(
-                    "CPU {c} in {flag} is not online on this machine (online: {})",
-                    format_cpu_list(online)
-                );
+            if let Some(&cpu) = cpus.iter().find(|c| !online.contains(c)) {
+                let online = online.to_vec();
+                return Err(SetError::NotOnline { set, cpu, online });
             }
-            if set.len() > MAX_STEER_CPUS {
-                bail!("{flag} names {} CPUs; at most {MAX_STEER_CPUS}", set.len());
+            if cpus.len() > MAX_STEER_CPUS {
+                return Err(SetError::TooMany { set, n: cpus.len() });
             }
         }
-        if let Some(c) = self.http.iter().find(|c| self.zap.contains(c)) {
-            bail!("CPU {c} is in both --http-cpus and --zap-cpus: give each service its own CPUs");
+        if let Some(&cpu) = self.http.iter().find(|c| self.zap.contains(c)) {
+            return Err(SetError::InBoth { cpu });
         }
         if self.http.is_empty() && self.zap.is_empty() && self.other.is_empty() {
-            bail!("every steering set is empty: nothing would be steered");
+            return Err(SetError::Empty);
         }
         Ok(())
     }
@@ -148,7 +213,7 @@ pub fn check_tc(choice: TcChoice) -> Result<()> {
     let tcx = aya::util::KernelVersion::current()
         .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
     if choice == TcChoice::Tcx && !tcx {
-        bail!("--tc tcx: this kernel has no TCX (it needs Linux 6.6 or later); --tc auto or clsact use a clsact qdisc");
+        bail!("this kernel has no TCX (it needs Linux 6.6 or later); a clsact qdisc of rxsteer's own works on it");
     }
     Ok(())
 }
@@ -257,7 +322,7 @@ impl Dataplane {
             (FragsChoice::Off, _) => Ok(false),
             (_, None) => Ok(true),
             (FragsChoice::Auto, Some(_)) => Ok(false),
-            (FragsChoice::On, Some(why)) => bail!("--xdp-frags on: {why}"),
+            (FragsChoice::On, Some(why)) => bail!("the frags-aware programs are required: {why}"),
         }
     }
 
@@ -271,7 +336,7 @@ impl Dataplane {
         };
         match choice {
             TcChoice::Off => Ok(TcAttached::Unavailable(
-                "tc accounting off (--tc off)".into(),
+                "tc accounting off, as asked".into(),
             )),
             TcChoice::Tcx => tcx(self).map(|_| TcAttached::Tcx),
             TcChoice::Clsact => self.attach_clsact(iface).map(|_| TcAttached::Clsact),
@@ -360,7 +425,7 @@ impl Dataplane {
     /// every CPU of `steer`. Call before attaching the steering program.
     pub fn fill_cpumap(&mut self, steer: &SteerSets, qsize: u32, frags: bool) -> Result<()> {
         if qsize == 0 || qsize > MAX_QSIZE {
-            bail!("--qsize {qsize} is out of range (1-{MAX_QSIZE})");
+            bail!("a cpumap ring of {qsize} frames is out of range (1-{MAX_QSIZE})");
         }
         let on_cpu = xdp_mut(&mut self.ebpf, &program_name(ON_CPU, frags))?
             .fd()?
@@ -407,10 +472,7 @@ impl Dataplane {
             XdpModeChoice::Drv => attach(prog, XdpMode::Drv)
                 .map(|_| XdpMode::Drv)
                 .map_err(|e| {
-                    e.context(format!(
-                        "--xdp-mode drv: {iface} has no native (driver) XDP for {program}; \
-                         --xdp-mode skb runs it in generic mode, auto picks what works"
-                    ))
+                    e.context(format!("{iface} has no native (driver) XDP for {program}"))
                 }),
             XdpModeChoice::Skb => attach(prog, XdpMode::Skb).map(|_| XdpMode::Skb),
             XdpModeChoice::Auto => match attach(prog, XdpMode::Drv) {

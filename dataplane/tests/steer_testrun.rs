@@ -195,7 +195,7 @@ fn bad_sets_and_queue_sizes_are_refused() {
         http: vec![4096],
         ..Default::default()
     })
-    .contains("CPU 4096 in --http-cpus is not online"));
+    .contains("CPU 4096 in the HTTP set is not online"));
     assert!(bad(SteerSets {
         http: vec![0],
         zap: vec![0],
@@ -211,7 +211,7 @@ fn bad_sets_and_queue_sizes_are_refused() {
     for q in [0, 16385] {
         let err = dp.fill_cpumap(&sets, q, false).unwrap_err().to_string();
         assert!(
-            err.contains(&format!("--qsize {q} is out of range")),
+            err.contains(&format!("a cpumap ring of {q} frames is out of range")),
             "{err}"
         );
     }

@@ -4,8 +4,8 @@
 use anyhow::{bail, Result};
 
 use rxsteer_dataplane::{
-    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSets, XdpModeChoice,
-    MAX_QSIZE, RX_ACCOUNT, STEER,
+    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSet, SteerSets,
+    XdpModeChoice, MAX_QSIZE, RX_ACCOUNT, STEER,
 };
 
 use crate::{
@@ -75,7 +75,8 @@ pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
             .map(|c| c.0)
             .unwrap_or_default(),
     };
-    sets.validate(&online)?;
+    sets.validate(&online)
+        .map_err(|e| anyhow::anyhow!(e.describe(set_flag)))?;
     Ok(sets)
 }
 
@@ -85,7 +86,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let sets = validate(args)?;
-    rxsteer_dataplane::check_tc(args.observe.tc)?;
+    crate::top::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.rps())?;
@@ -154,14 +155,16 @@ fn load_dataplane(
     };
     let (steer_mode, frags) = match dp.as_mut() {
         Some(dp) if args.steer == Mode::Cpumap => {
-            let mode = dp.resolve_xdp_mode(&o.iface, o.xdp_mode)?;
-            let usable = dp.use_frags(o.xdp_frags)?;
+            let mode = dp
+                .resolve_xdp_mode(&o.iface, o.xdp_mode)
+                .map_err(crate::top::xdp_mode_error(o.xdp_mode))?;
+            let usable = crate::top::use_frags(dp, o.xdp_frags)?;
             (
                 Some(mode),
                 frags_for(args.steer, mode, o.xdp_frags, usable)?,
             )
         }
-        Some(dp) => (None, dp.use_frags(o.xdp_frags)?),
+        Some(dp) => (None, crate::top::use_frags(dp, o.xdp_frags)?),
         None => (None, false),
     };
     Ok((dp, steer_mode, frags))
@@ -186,6 +189,15 @@ fn steering_line(
             rxsteer_tune::cpus::format_cpu_list(&input.cpus)
         ),
         Mode::None => "none".to_string(),
+    }
+}
+
+/// The command-line flag of a steering set.
+fn set_flag(set: SteerSet) -> &'static str {
+    match set {
+        SteerSet::Http => "--http-cpus",
+        SteerSet::Zap => "--zap-cpus",
+        SteerSet::Other => "--other-cpus",
     }
 }
 
@@ -226,7 +238,9 @@ fn attach_programs(
                 XdpMode::Drv => XdpModeChoice::Drv,
                 XdpMode::Skb => XdpModeChoice::Skb,
             };
-            let m = dp.attach_xdp(STEER, frags, &o.iface, asked)?;
+            let m = dp
+                .attach_xdp(STEER, frags, &o.iface, asked)
+                .map_err(crate::top::xdp_mode_error(asked))?;
             (Observer::Xdp, Some(m), STEER)
         }
         None => {

@@ -1,6 +1,6 @@
 //! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
 //! either draw the live per-core view or print one JSON line per interval.
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use rxsteer_records::{Observed, SampleLine};
 use std::{
     io::IsTerminal,
@@ -84,7 +84,9 @@ pub fn attach_observer(
     frags: bool,
 ) -> Result<(Observer, Option<XdpMode>)> {
     let observe_with_xdp = |dp: &mut Dataplane, mode: XdpModeChoice| {
-        let m = dp.attach_xdp(RX_ACCOUNT, frags, iface, mode)?;
+        let m = dp
+            .attach_xdp(RX_ACCOUNT, frags, iface, mode)
+            .map_err(xdp_mode_error(mode))?;
         if m == XdpMode::Skb {
             eprintln!(
                 "rxsteer: --observer xdp in skb mode: the kernel copies every GRO'd packet \
@@ -166,7 +168,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
-    rxsteer_dataplane::check_tc(args.tc)?;
+    check_tc(args.tc)?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
     rxsteer_dataplane::clsact::recover_crashed()?;
@@ -200,7 +202,7 @@ pub fn observe_only(
     }
     let mut dp = Dataplane::load(ports)?;
     dp.attach_tracepoints()?;
-    let frags = dp.use_frags(args.xdp_frags)?;
+    let frags = use_frags(&dp, args.xdp_frags)?;
     let (observer, xdp_mode) =
         attach_observer(&mut dp, &args.iface, args.observer, args.xdp_mode, frags)?;
     let how = Observed {
@@ -211,6 +213,28 @@ pub fn observe_only(
     };
     let sampler = Sampler::new(Some(dp.take_counters()?), &args.iface)?;
     Ok((Some(dp), how, sampler))
+}
+
+/// An XDP attach's error with the flag that asked for the mode, and for drv the way out.
+pub fn xdp_mode_error(mode: XdpModeChoice) -> impl FnOnce(anyhow::Error) -> anyhow::Error {
+    move |e| match mode {
+        XdpModeChoice::Drv => anyhow::anyhow!(
+            "--xdp-mode drv: {e:#}; --xdp-mode skb runs it in generic mode, auto picks what works"
+        ),
+        m => e.context(format!("--xdp-mode {m}")),
+    }
+}
+
+/// `--tc` checked against this kernel before anything changes (the flag named).
+pub fn check_tc(choice: TcChoice) -> Result<()> {
+    rxsteer_dataplane::check_tc(choice).with_context(|| format!("--tc {choice}"))
+}
+
+/// Whether the frags-aware programs are used under `--xdp-frags` (the flag named when it
+/// asks for what the kernel refused).
+pub fn use_frags(dp: &Dataplane, choice: FragsChoice) -> Result<bool> {
+    dp.use_frags(choice)
+        .with_context(|| format!("--xdp-frags {choice}"))
 }
 
 /// Where samples go: JSON lines on stdout or the live view.
