@@ -196,7 +196,7 @@ pub struct Row {
     /// The arm's name (`cpumap`, `cpumap-skb`, `cpumap-skb-plain`); runs before arms existed
     /// have only the mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arm: Option<String>,
+    pub arm: Option<ArmName>,
     pub mode: Mode,
     #[serde(default)]
     pub proto: Proto,
@@ -287,12 +287,19 @@ pub struct Attached {
 
 /// The arm with no BPF program at all: untuned, CPU time from /proc only. Every comparison
 /// runs it, so the observer's own cost is measured in the same run.
-pub const NO_BPF_ARM: &str = "none-nobpf";
+pub const NO_BPF_ARM: ArmName = ArmName {
+    mode: Mode::None,
+    variant: Variant {
+        no_bpf: true,
+        xdp: None,
+        frags: None,
+    },
+};
 
 impl Row {
-    /// The row's arm name.
-    pub fn arm(&self) -> &str {
-        self.arm.as_deref().unwrap_or(self.mode.as_str())
+    /// The row's arm (runs before arms existed have only the mode).
+    pub fn arm(&self) -> ArmName {
+        self.arm.unwrap_or(ArmName::of(self.mode))
     }
 }
 
@@ -307,57 +314,174 @@ pub fn imbalance(receive: &[f64]) -> f64 {
     (max / mean * 100.0).round() / 100.0
 }
 
-/// An arm's name: its steering mode, then what else the run varied (`skb`, `skb-plain`).
-/// A name whose mode is unknown is an error naming it, never a guess.
-pub fn split_arm(arm: &str) -> Result<(Mode, Option<&str>), crate::names::UnknownName> {
-    let (m, rest) = match arm.split_once('-') {
-        Some((m, x)) => (m, Some(x)),
-        None => (arm, None),
-    };
-    Ok((m.parse()?, rest))
+/// What an arm varied besides its steering mode: no BPF at all, the XDP mode, the frags
+/// choice. Written after the mode, each part after a `-`: `skb`, `skb-plain`, `nobpf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Variant {
+    pub no_bpf: bool,
+    pub xdp: Option<XdpMode>,
+    /// Some(true): the frags-aware programs (`frags`); Some(false): the plain ones (`plain`).
+    pub frags: Option<bool>,
 }
 
-/// The steering mode of an arm the run itself wrote (its rows carry the mode too).
-#[cfg(test)]
-fn mode_of(arm: &str) -> Option<Mode> {
-    split_arm(arm).ok().map(|(m, _)| m)
-}
-
-/// An arm's name as a reader sees it: "XDP cpumap (skb)", "untuned (no BPF)".
-pub fn arm_label(arm: &str) -> String {
-    if arm == NO_BPF_ARM {
-        return "untuned (no BPF)".into();
+impl Variant {
+    fn parts(&self) -> Vec<&'static str> {
+        let mut p = Vec::new();
+        if self.no_bpf {
+            p.push("nobpf");
+        }
+        if let Some(x) = self.xdp {
+            p.push(x.as_str());
+        }
+        if let Some(f) = self.frags {
+            p.push(if f { "frags" } else { "plain" });
+        }
+        p
     }
-    match split_arm(arm) {
-        Ok((m, Some(x))) => format!("{} ({x})", m.label()),
-        Ok((m, None)) => m.label().to_string(),
-        Err(_) => arm.to_string(),
+
+    pub fn is_empty(&self) -> bool {
+        *self == Variant::default()
     }
 }
 
-/// The untuned arm of the same variant (`none-skb` for `cpumap-skb`): what runs before
-/// observers were named took every ratio against.
-pub fn base_arm(arm: &str) -> String {
-    match arm.split_once('-') {
-        Some((_, x)) if arm != NO_BPF_ARM => format!("none-{x}"),
-        _ => "none".into(),
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.parts().join("-"))
+    }
+}
+
+/// An arm: its steering mode and what else the run varied. In files and file names as
+/// `cpumap`, `cpumap-skb`, `cpumap-skb-plain`, `none-nobpf`; a name whose mode or variant is
+/// unknown is an error naming it, never a guess.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArmName {
+    pub mode: Mode,
+    pub variant: Variant,
+}
+
+impl ArmName {
+    /// The arm of `mode` alone, with nothing else varied.
+    pub const fn of(mode: Mode) -> Self {
+        Self {
+            mode,
+            variant: Variant {
+                no_bpf: false,
+                xdp: None,
+                frags: None,
+            },
+        }
+    }
+
+    /// As a reader sees it: "XDP cpumap (skb)", "untuned (no BPF)".
+    pub fn label(&self) -> String {
+        if *self == NO_BPF_ARM {
+            return "untuned (no BPF)".into();
+        }
+        if self.variant.is_empty() {
+            self.mode.label().to_string()
+        } else {
+            format!("{} ({})", self.mode.label(), self.variant)
+        }
+    }
+
+    /// The untuned arm of the same variant (`none-skb` for `cpumap-skb`): what runs before
+    /// observers were named took every ratio against. The no-BPF arm's is plain `none`.
+    pub fn untuned_peer(&self) -> Self {
+        if *self == NO_BPF_ARM {
+            return Self::of(Mode::None);
+        }
+        Self {
+            mode: Mode::None,
+            variant: self.variant,
+        }
+    }
+}
+
+impl std::fmt::Display for ArmName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.variant.is_empty() {
+            f.write_str(self.mode.as_str())
+        } else {
+            write!(f, "{}-{}", self.mode, self.variant)
+        }
+    }
+}
+
+/// A part of an arm's name that is no known variant.
+#[derive(Debug)]
+pub struct UnknownArm(String);
+
+impl std::fmt::Display for UnknownArm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnknownArm {}
+
+impl std::str::FromStr for ArmName {
+    type Err = UnknownArm;
+
+    fn from_str(s: &str) -> Result<Self, UnknownArm> {
+        let mut parts = s.split('-');
+        let mode: Mode = parts
+            .next()
+            .unwrap_or_default()
+            .parse()
+            .map_err(|e: crate::names::UnknownName| UnknownArm(e.to_string()))?;
+        let mut variant = Variant::default();
+        for p in parts {
+            match p {
+                "nobpf" => variant.no_bpf = true,
+                "frags" => variant.frags = Some(true),
+                "plain" => variant.frags = Some(false),
+                x => {
+                    variant.xdp = Some(x.parse().map_err(|_| {
+                        UnknownArm(format!(
+                            "{p:?} in arm {s:?} is not a variant: expected nobpf, drv, skb, frags or plain"
+                        ))
+                    })?)
+                }
+            }
+        }
+        let arm = Self { mode, variant };
+        // The spelling is the name's: one way to write each arm.
+        if arm.to_string() != s {
+            return Err(UnknownArm(format!(
+                "{s:?} is not an arm's name (it reads as {arm})"
+            )));
+        }
+        Ok(arm)
+    }
+}
+
+impl Serialize for ArmName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ArmName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
 /// The untuned arm an arm's ratio is taken against in `rows`: the one of its variant where
 /// the run has it (an XDP-observed untuned, as older runs and `--observer xdp` store), else
 /// plain `none`, the untuned arm that carries no XDP program.
-pub fn base_arm_in(rows: &[Row], arm: &str) -> String {
+pub fn base_arm_in(rows: &[Row], arm: ArmName) -> ArmName {
     base_arm_where(arm, |a| rows.iter().any(|r| r.arm() == a))
 }
 
 /// [`base_arm_in`] over any list of arms: `present` says whether an arm is in it.
-pub fn base_arm_where(arm: &str, present: impl Fn(&str) -> bool) -> String {
-    let variant = base_arm(arm);
-    if present(&variant) {
+pub fn base_arm_where(arm: ArmName, present: impl Fn(ArmName) -> bool) -> ArmName {
+    let variant = arm.untuned_peer();
+    if present(variant) {
         variant
     } else {
-        "none".into()
+        ArmName::of(Mode::None)
     }
 }
 
@@ -371,7 +495,7 @@ pub struct RunDoc {
     #[serde(default)]
     pub steer: Vec<Mode>,
     #[serde(default)]
-    pub arms: Vec<String>,
+    pub arms: Vec<ArmName>,
     /// `--xdp-mode` and `--xdp-frags` as asked (auto, drv, skb, both; auto, on, off, both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xdp_mode: Option<String>,
@@ -430,22 +554,19 @@ impl RunDoc {
 
     /// The arms and protocols present: variants in the order the run stored them, steering
     /// modes in their canonical order within each.
-    pub fn dims(&self) -> (Vec<String>, Vec<Proto>) {
-        let mut variants: Vec<Option<&str>> = Vec::new();
+    pub fn dims(&self) -> (Vec<ArmName>, Vec<Proto>) {
+        let mut variants: Vec<Variant> = Vec::new();
         for r in &self.runs {
-            let v = r.arm().split_once('-').map(|(_, v)| v);
+            let v = r.arm().variant;
             if !variants.contains(&v) {
                 variants.push(v);
             }
         }
-        let mut arms: Vec<String> = Vec::new();
-        for v in variants {
-            arms.extend(Mode::ALL.iter().map(|m| match v {
-                Some(v) => format!("{m}-{v}"),
-                None => m.to_string(),
-            }));
+        let mut arms: Vec<ArmName> = Vec::new();
+        for variant in variants {
+            arms.extend(Mode::ALL.iter().map(|&mode| ArmName { mode, variant }));
         }
-        arms.retain(|a| self.runs.iter().any(|r| r.arm() == a));
+        arms.retain(|&a| self.runs.iter().any(|r| r.arm() == a));
         let mut protos: Vec<Proto> = Vec::new();
         for r in &self.runs {
             if !protos.contains(&r.proto) {
@@ -456,7 +577,7 @@ impl RunDoc {
     }
 
     /// The rows of one arm and protocol, every repetition.
-    pub fn of(&self, arm: &str, proto: Proto) -> Vec<&Row> {
+    pub fn of(&self, arm: ArmName, proto: Proto) -> Vec<&Row> {
         of(&self.runs, arm, proto)
     }
 
@@ -465,38 +586,38 @@ impl RunDoc {
     }
 
     /// Per repetition, an arm's ratio to its untuned.
-    pub fn ratios(&self, arm: &str, proto: Proto) -> Vec<f64> {
-        self.ratios_to(arm, &base_arm_in(&self.runs, arm), proto)
+    pub fn ratios(&self, arm: ArmName, proto: Proto) -> Vec<f64> {
+        self.ratios_to(arm, base_arm_in(&self.runs, arm), proto)
     }
 
     /// Per repetition, an arm's req/s over `base`'s (e.g. untuned over the no-BPF arm: what
     /// observing cost).
-    pub fn ratios_to(&self, arm: &str, base: &str, proto: Proto) -> Vec<f64> {
+    pub fn ratios_to(&self, arm: ArmName, base: ArmName, proto: Proto) -> Vec<f64> {
         (0..self.reps())
             .filter_map(|rep| ratio_to(&self.runs, rep, arm, base, proto))
             .collect()
     }
 }
 
-pub fn of<'a>(rows: &'a [Row], arm: &str, proto: Proto) -> Vec<&'a Row> {
+pub fn of(rows: &[Row], arm: ArmName, proto: Proto) -> Vec<&Row> {
     rows.iter()
         .filter(|r| r.arm() == arm && r.proto == proto)
         .collect()
 }
 
-pub fn find<'a>(rows: &'a [Row], rep: u32, arm: &str, proto: Proto) -> Option<&'a Row> {
+pub fn find(rows: &[Row], rep: u32, arm: ArmName, proto: Proto) -> Option<&Row> {
     rows.iter()
         .find(|r| r.rep == rep && r.arm() == arm && r.proto == proto)
 }
 
 /// An arm's req/s over its untuned's in one repetition (same protocol and variant): the one
 /// ratio function, for the live screen and the report alike.
-pub fn ratio_in(rows: &[Row], rep: u32, arm: &str, proto: Proto) -> Option<f64> {
-    ratio_to(rows, rep, arm, &base_arm_in(rows, arm), proto)
+pub fn ratio_in(rows: &[Row], rep: u32, arm: ArmName, proto: Proto) -> Option<f64> {
+    ratio_to(rows, rep, arm, base_arm_in(rows, arm), proto)
 }
 
 /// An arm's req/s over `base`'s in one repetition and protocol.
-pub fn ratio_to(rows: &[Row], rep: u32, arm: &str, base: &str, proto: Proto) -> Option<f64> {
+pub fn ratio_to(rows: &[Row], rep: u32, arm: ArmName, base: ArmName, proto: Proto) -> Option<f64> {
     let b = find(rows, rep, base, proto)?.req_per_s?;
     Some(find(rows, rep, arm, proto)?.req_per_s? / b.max(1e-9))
 }
@@ -536,11 +657,15 @@ pub fn mean_per_cpu(
 mod tests {
     use super::*;
 
-    fn row(rep: u32, arm: &str, proto: Proto, rps: f64) -> Row {
+    fn arm(s: &str) -> ArmName {
+        s.parse().unwrap()
+    }
+
+    fn row(rep: u32, name: &str, proto: Proto, rps: f64) -> Row {
         Row {
             rep,
-            arm: Some(arm.into()),
-            mode: mode_of(arm).unwrap(),
+            arm: Some(arm(name)),
+            mode: arm(name).mode,
             proto,
             req_per_s: Some(rps),
             ..Default::default()
@@ -549,12 +674,21 @@ mod tests {
 
     #[test]
     fn arms_carry_their_xdp_mode() {
-        assert_eq!(arm_label("cpumap-skb"), "XDP cpumap (skb)");
-        assert_eq!(arm_label("none"), "untuned");
-        assert_eq!(base_arm("rps-skb"), "none-skb");
-        assert_eq!(base_arm("rps"), "none");
-        assert_eq!(arm_label("cpumap-skb-plain"), "XDP cpumap (skb-plain)");
-        assert_eq!(base_arm("cpumap-skb-plain"), "none-skb-plain");
+        assert_eq!(arm("cpumap-skb").label(), "XDP cpumap (skb)");
+        assert_eq!(arm("none").label(), "untuned");
+        assert_eq!(arm("rps-skb").untuned_peer(), arm("none-skb"));
+        assert_eq!(arm("rps").untuned_peer(), arm("none"));
+        assert_eq!(arm("cpumap-skb-plain").label(), "XDP cpumap (skb-plain)");
+        assert_eq!(
+            arm("cpumap-skb-plain").untuned_peer(),
+            arm("none-skb-plain")
+        );
+        assert_eq!(NO_BPF_ARM.to_string(), "none-nobpf");
+        assert_eq!(NO_BPF_ARM.label(), "untuned (no BPF)");
+        assert_eq!(NO_BPF_ARM.untuned_peer(), arm("none"));
+        for bad in ["turbo", "cpumap-hw", "cpumap-plain-skb", "rps-"] {
+            assert!(bad.parse::<ArmName>().is_err(), "{bad}");
+        }
         let doc = RunDoc {
             runs: vec![
                 row(0, "cpumap-skb", Proto::Zap, 1.0),
@@ -566,7 +700,10 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(doc.dims().0, ["cpumap-skb", "none-drv", "rps"]);
+        assert_eq!(
+            doc.dims().0,
+            [arm("cpumap-skb"), arm("none-drv"), arm("rps")]
+        );
     }
 
     #[test]
@@ -581,9 +718,9 @@ mod tests {
                 ..Default::default()
             },
         ];
-        assert_eq!(ratio_in(&rows, 0, "rps-skb", Proto::Zap), Some(0.75));
-        assert_eq!(ratio_in(&rows, 1, "rps-skb", Proto::Zap), None);
-        assert_eq!(ratio_in(&rows, 0, "rps-skb", Proto::Http), None);
+        assert_eq!(ratio_in(&rows, 0, arm("rps-skb"), Proto::Zap), Some(0.75));
+        assert_eq!(ratio_in(&rows, 1, arm("rps-skb"), Proto::Zap), None);
+        assert_eq!(ratio_in(&rows, 0, arm("rps-skb"), Proto::Http), None);
     }
 
     #[test]

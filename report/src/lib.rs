@@ -12,7 +12,7 @@ pub use markdown::{render, summary};
 
 use anyhow::{Context, Result};
 use rxsteer_records::{
-    run::{arm_label, core_kinds, RunDoc},
+    run::{core_kinds, ArmName, RunDoc},
     SampleLine,
 };
 use std::path::Path;
@@ -21,7 +21,7 @@ use std::path::Path;
 /// protocols one after the other), from its stored samples.
 /// A protocol whose samples file is absent (an external load, a failed repetition) has no
 /// columns; a line that does not parse is an error naming the file and line.
-fn heatmap_cells(dir: &Path, arm: &str, doc: &RunDoc) -> Result<Vec<Vec<f64>>> {
+fn heatmap_cells(dir: &Path, arm: &ArmName, doc: &RunDoc) -> Result<Vec<Vec<f64>>> {
     let (_, protos) = doc.dims();
     let mut cells = Vec::new();
     for p in protos {
@@ -64,10 +64,6 @@ pub fn read(dir: &Path) -> Result<RunDoc> {
                     e.inner()
                 )
             })?;
-    for (i, r) in doc.runs.iter().enumerate() {
-        rxsteer_records::run::split_arm(r.arm())
-            .with_context(|| format!("{}: runs[{i}].arm", path.display()))?;
-    }
     Ok(doc)
 }
 
@@ -81,13 +77,13 @@ pub fn run(dir: &Path) -> Result<()> {
             .iter()
             .map(|&p| {
                 arms.iter()
-                    .map(|a| doc.of(a, p).into_iter().filter_map(figure).collect())
+                    .map(|a| doc.of(*a, p).into_iter().filter_map(figure).collect())
                     .collect()
             })
             .collect()
     };
     let groups: Vec<&str> = protos.iter().map(|p| p.label()).collect();
-    let labels: Vec<String> = arms.iter().map(|a| arm_label(a)).collect();
+    let labels: Vec<String> = arms.iter().map(|a| a.label()).collect();
     let names: Vec<&str> = labels.iter().map(String::as_str).collect();
     std::fs::write(
         dir.join("throughput.svg"),
@@ -117,20 +113,20 @@ pub fn run(dir: &Path) -> Result<()> {
     for a in &arms {
         let title = format!(
             "{}: receive work per CPU over time (repetition 0)",
-            arm_label(a)
+            a.label()
         );
         std::fs::write(
             dir.join(format!("heatmap-{a}.svg")),
             svg::heatmap(&title, &heatmap_cells(dir, a, &doc)?, &kinds),
         )?;
-        let bars = markdown::time_rows(&doc, a);
+        let bars = markdown::time_rows(&doc, *a);
         if !bars.is_empty() {
             std::fs::write(
                 dir.join(format!("time-{a}.svg")),
                 svg::stacked(
                     &format!(
                         "{}: where each CPU's time went (ms/s, mean of repetitions)",
-                        arm_label(a)
+                        a.label()
                     ),
                     &bars,
                 ),
@@ -355,7 +351,7 @@ mod tests {
         assert!(!receive.contains("CPU 191"), "only 8 named: {receive}");
         assert!(md.contains("With 192 CPUs the table names the 8"), "{md}");
         assert!(md.contains("| XDP cpumap | HTTP/1.1 | 500 | 500 |"), "{md}");
-        let rows = markdown::time_rows(&doc(v), "cpumap");
+        let rows = markdown::time_rows(&doc(v), "cpumap".parse().unwrap());
         assert_eq!(rows.len(), 9, "8 CPUs and the mean of the rest");
         assert_eq!(rows[8].0, "other 184 CPUs (mean) HTTP/1.1");
         assert_eq!(rows[8].1.idle, 850.0);

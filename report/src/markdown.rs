@@ -3,8 +3,8 @@ use anyhow::{bail, Result};
 use rxsteer_records::{
     breakdown::{TimeSplit, PARTS, SATURATED},
     run::{
-        arm_label as label, base_arm_in as base, find, mean_per_cpu, median, range, ratio_in,
-        split_arm, CoreKind, NO_BPF_ARM,
+        base_arm_in as base, find, mean_per_cpu, median, range, ratio_in, ArmName, CoreKind,
+        NO_BPF_ARM,
     },
     Mode, Observer, Proto, Row, RunDoc, XdpMode,
 };
@@ -12,8 +12,12 @@ use std::fmt::Write;
 
 use crate::table::Table;
 
-fn is_untuned(arm: &str) -> bool {
-    matches!(split_arm(arm), Ok((Mode::None, _)))
+fn is_untuned(arm: &ArmName) -> bool {
+    arm.mode == Mode::None
+}
+
+fn label(arm: &ArmName) -> String {
+    arm.label()
 }
 
 /// Per-CPU tables name every CPU up to this many.
@@ -96,14 +100,14 @@ pub fn summary(run: &RunDoc) -> Result<String> {
         for &p in &protos {
             write!(o, "rep {rep} {}:", p.label())?;
             for a in &arms {
-                if let Some(r) = find(rows, rep, a, p) {
+                if let Some(r) = find(rows, rep, *a, p) {
                     let Some(rps) = r.req_per_s else {
                         write!(o, " {} observed (external load, no req/s);", label(a))?;
                         continue;
                     };
                     write!(o, " {} {rps:.0} req/s", label(a))?;
                     if !is_untuned(a) {
-                        if let Some(x) = ratio_in(rows, rep, a, p) {
+                        if let Some(x) = ratio_in(rows, rep, *a, p) {
                             write!(o, " ({x:.2}x)")?;
                         }
                     }
@@ -113,7 +117,7 @@ pub fn summary(run: &RunDoc) -> Result<String> {
             writeln!(o)?;
         }
     }
-    if arms.iter().any(|a| is_untuned(a)) && arms.len() > 1 {
+    if arms.iter().any(is_untuned) && arms.len() > 1 {
         writeln!(
             o,
             "(ratios to untuned, same repetition and protocol; untuned carries no XDP program unless the run says so)"
@@ -156,10 +160,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     writeln!(
         o,
         "# Receive steering: {}\n",
-        arms.iter()
-            .map(|a| label(a))
-            .collect::<Vec<_>>()
-            .join(" vs ")
+        arms.iter().map(label).collect::<Vec<_>>().join(" vs ")
     )?;
     setup_section(&mut o, run, &protos)?;
     notes_section(&mut o, run)?;
@@ -172,7 +173,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
         throughput_section(&mut o, run, &arms, p)?;
     }
     // The no-BPF arm counted nothing per CPU: it has req/s and /proc time only.
-    let counted: Vec<String> = arms.iter().filter(|a| *a != NO_BPF_ARM).cloned().collect();
+    let counted: Vec<ArmName> = arms.iter().filter(|a| **a != NO_BPF_ARM).copied().collect();
     receive_section(&mut o, run, &counted, &protos)?;
     witness_section(&mut o, run, &counted, &protos, run.cpus)?;
     time_section(&mut o, run, &arms)?;
@@ -302,11 +303,12 @@ fn notes_section(o: &mut String, run: &RunDoc) -> Result<()> {
 
 /// One protocol's req/s per repetition: untuned as req/s, every other arm as its ratio to
 /// untuned, then the p99 of every arm and the errors; then the noisy arms and the ranges.
-fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -> Result<()> {
+fn throughput_section(o: &mut String, run: &RunDoc, arms: &[ArmName], p: Proto) -> Result<()> {
     let rows = &run.runs;
-    let has_base = |a: &str| arms.contains(&base(rows, a));
+    let has_base = |a: &ArmName| arms.contains(&base(rows, *a));
     writeln!(o, "### {}\n", p.label())?;
-    let rps = |rep: u32, a: &str| find(rows, rep, a, p).and_then(|r| r.req_per_s.map(|v| (r, v)));
+    let rps =
+        |rep: u32, a: &ArmName| find(rows, rep, *a, p).and_then(|r| r.req_per_s.map(|v| (r, v)));
     let mut table = Table::new().column("repetition", |rep: &u32| rep.to_string());
     for a in arms {
         let header = if is_untuned(a) || !has_base(a) {
@@ -317,17 +319,13 @@ fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -
         // An external load: observed, not measured here ("-").
         table = table.column(header, move |&rep| match rps(rep, a) {
             None => "-".into(),
-            Some((_, v)) => match (is_untuned(a), ratio_in(rows, rep, a, p)) {
+            Some((_, v)) => match (is_untuned(a), ratio_in(rows, rep, *a, p)) {
                 (true, _) | (_, None) => format!("{v:.0}"),
                 (_, Some(x)) => format!("{x:.2}"),
             },
         });
     }
-    let all = arms
-        .iter()
-        .map(|a| label(a))
-        .collect::<Vec<_>>()
-        .join(" / ");
+    let all = arms.iter().map(label).collect::<Vec<_>>().join(" / ");
     let table = table
         .column(format!("p99 us ({all})"), |&rep| {
             arms.iter()
@@ -347,7 +345,7 @@ fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -
         });
     o.push_str(&table.render(0..run.reps()));
     for a in arms {
-        let v: Vec<f64> = run.of(a, p).iter().filter_map(|r| r.req_per_s).collect();
+        let v: Vec<f64> = run.of(*a, p).iter().filter_map(|r| r.req_per_s).collect();
         let (lo, hi) = range(&v);
         if v.len() > 1 && hi > NOISY * lo {
             writeln!(
@@ -360,7 +358,7 @@ fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -
         }
     }
     for a in arms.iter().filter(|a| !is_untuned(a)) {
-        let v = run.ratios(a, p);
+        let v = run.ratios(*a, p);
         if !v.is_empty() {
             let (lo, hi) = range(&v);
             writeln!(
@@ -377,7 +375,7 @@ fn throughput_section(o: &mut String, run: &RunDoc, arms: &[String], p: Proto) -
 
 /// Receive work per CPU, per arm and protocol, with where it was kthread time, the
 /// imbalance, the drops and the XDP mode; then each arm's heatmap.
-fn receive_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+fn receive_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Proto]) -> Result<()> {
     let cpus = run.cpus;
     writeln!(o, "## Where the receive work went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows (NET_RX softirq + receive kthreads: cpumap and threaded NAPI), mean over repetitions; imbalance is the busiest CPU over the mean (1.0 = even).\n")?;
@@ -385,10 +383,10 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
     if !columns.rest.is_empty() {
         writeln!(o, "With {cpus} CPUs the table names the {NAMED_CPUS} with the most receive work in any load and sums the other {}.\n", columns.rest.len())?;
     }
-    type Load<'r> = (&'r str, Proto, Vec<&'r Row>);
+    type Load<'r> = (ArmName, Proto, Vec<&'r Row>);
     let total = |l: &Load, f: fn(&Row) -> u64| l.2.iter().map(|r| f(r)).sum::<u64>();
     let mut table = Table::new()
-        .column("arm", |l: &Load| label(l.0))
+        .column("arm", |l: &Load| label(&l.0))
         .column("protocol", |l| l.1.label().to_string());
     for (i, name) in columns.names("").into_iter().enumerate() {
         table = table.column(name, {
@@ -429,7 +427,7 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
         });
     let loads = arms
         .iter()
-        .flat_map(|a| protos.iter().map(move |&p| (a.as_str(), p, run.of(a, p))));
+        .flat_map(|a| protos.iter().map(move |&p| (*a, p, run.of(*a, p))));
     o.push_str(&table.render(loads));
     writeln!(o)?;
     for a in arms {
@@ -446,7 +444,12 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
 /// with an observer against the untuned arm with no BPF at all, repetition by repetition.
 /// Runs before observers were named carried the XDP program in their untuned and RPS arms:
 /// said, with what that is known to cost.
-fn observer_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+fn observer_section(
+    o: &mut String,
+    run: &RunDoc,
+    arms: &[ArmName],
+    protos: &[Proto],
+) -> Result<()> {
     let rows = &run.runs;
     if rows.iter().all(|r| r.observer.is_none()) {
         writeln!(
@@ -458,11 +461,11 @@ fn observer_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Pro
     }
     writeln!(o, "## The observer and what it cost\n")?;
     for a in arms {
-        let Some(r) = rows.iter().find(|r| r.arm() == a) else {
+        let Some(r) = rows.iter().find(|r| r.arm() == *a) else {
             continue;
         };
         let how = match (r.observer, r.xdp_mode) {
-            (Some(Observer::Xdp), Some(m)) if is_untuned(a) || a.starts_with("rps") => {
+            (Some(Observer::Xdp), Some(m)) if is_untuned(a) || a.mode == Mode::Rps => {
                 format!("the observe-only XDP program in {} mode", m.long_name())
             }
             (Some(Observer::Xdp), Some(m)) => {
@@ -481,11 +484,8 @@ fn observer_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Pro
     }
     writeln!(o)?;
     for &p in protos {
-        for a in arms
-            .iter()
-            .filter(|a| is_untuned(a) && a.as_str() != NO_BPF_ARM)
-        {
-            let v = run.ratios_to(a, NO_BPF_ARM, p);
+        for a in arms.iter().filter(|a| is_untuned(a) && **a != NO_BPF_ARM) {
+            let v = run.ratios_to(*a, NO_BPF_ARM, p);
             if v.is_empty() {
                 continue;
             }
@@ -545,7 +545,7 @@ fn xdp_section(o: &mut String, rows: &[Row]) -> Result<()> {
 fn witness_section(
     o: &mut String,
     run: &RunDoc,
-    arms: &[String],
+    arms: &[ArmName],
     protos: &[Proto],
     cpus: usize,
 ) -> Result<()> {
@@ -559,9 +559,9 @@ fn witness_section(
     writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode after GRO, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
     let columns = Columns::of(run, cpus);
     // Per load: XDP, tc ingress and tc egress packets per CPU column.
-    type Load<'r> = (&'r str, Proto, [Vec<f64>; 3]);
+    type Load = (ArmName, Proto, [Vec<f64>; 3]);
     let mut table = Table::new()
-        .column("arm", |l: &Load| label(l.0))
+        .column("arm", |l: &Load| label(&l.0))
         .column("protocol", |l| l.1.label().to_string());
     for (i, name) in columns.names(": XDP / stack / tx").into_iter().enumerate() {
         table = table.column(name, move |l: &Load| {
@@ -571,7 +571,7 @@ fn witness_section(
     }
     let loads = arms.iter().flat_map(|a| {
         protos.iter().filter_map(|&p| {
-            let mine = run.of(a, p);
+            let mine = run.of(*a, p);
             if mine.iter().all(|r| r.stack_packets_per_s.is_none()) {
                 return None;
             }
@@ -582,7 +582,7 @@ fn witness_section(
                 per_cpu(|r| r.stack_packets_per_s.as_deref()),
                 per_cpu(|r| r.tx_packets_per_s.as_deref()),
             ];
-            Some((a.as_str(), p, figures))
+            Some((*a, p, figures))
         })
     });
     o.push_str(&table.render(loads));
@@ -599,7 +599,7 @@ fn kilo(v: f64) -> String {
 
 /// One arm's time split per CPU and protocol, mean over repetitions (ms per second). Past
 /// [`ALL_CPUS_UP_TO`] CPUs: the [`Columns`] CPUs, and one row for the mean of the rest.
-pub fn time_rows(run: &RunDoc, arm: &str) -> Vec<(String, TimeSplit)> {
+pub fn time_rows(run: &RunDoc, arm: ArmName) -> Vec<(String, TimeSplit)> {
     let mut out = Vec::new();
     let cpus = run
         .runs
@@ -639,28 +639,26 @@ pub fn time_rows(run: &RunDoc, arm: &str) -> Vec<(String, TimeSplit)> {
 }
 
 /// Where every CPU's time went, per arm: a table and a stacked chart.
-fn time_section(o: &mut String, run: &RunDoc, arms: &[String]) -> Result<()> {
+fn time_section(o: &mut String, run: &RunDoc, arms: &[ArmName]) -> Result<()> {
     if run.runs.iter().all(|r| r.time_ms_per_s.is_none()) {
         return Ok(());
     }
     writeln!(o, "\n## Where every CPU's time went\n")?;
     writeln!(o, "ms per second of each CPU in the measured windows, mean over repetitions. Each nanosecond is counted once: /proc/stat gives the wall, idle and irq; the BPF softirq accounting gives NET_RX and the other vectors exactly; the server's and loader's time (read from /proc per thread) and the receive kthreads' (schedstat) share what is left, scaled down together where softirq ran inside them. In the lab, the loader column includes its veth's NAPI thread (the replies' receive, which a real set-up does on the loader's machine).\n")?;
-    type Line<'r> = (&'r str, String, TimeSplit);
+    type Line = (ArmName, String, TimeSplit);
     let mut table = Table::new()
-        .column("arm", |l: &Line| label(l.0))
+        .column("arm", |l: &Line| label(&l.0))
         .column("CPU", |l| l.1.clone());
     for (i, part) in PARTS.iter().enumerate() {
         table = table.column(*part, move |l: &Line| format!("{:.0}", l.2.parts()[i]));
     }
-    let lines = arms.iter().flat_map(|a| {
-        time_rows(run, a)
-            .into_iter()
-            .map(move |(n, t)| (a.as_str(), n, t))
-    });
+    let lines = arms
+        .iter()
+        .flat_map(|a| time_rows(run, *a).into_iter().map(move |(n, t)| (*a, n, t)));
     o.push_str(&table.render(lines));
     writeln!(o)?;
     for a in arms {
-        if !time_rows(run, a).is_empty() {
+        if !time_rows(run, *a).is_empty() {
             writeln!(o, "![{} time per CPU](time-{a}.svg)", label(a))?;
         }
     }
@@ -669,7 +667,7 @@ fn time_section(o: &mut String, run: &RunDoc, arms: &[String]) -> Result<()> {
 
 /// The verdict of every load, and per XDP mode and protocol one paragraph on what moved
 /// where and whether it paid off, each sentence from the stored figures.
-fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Proto]) -> Result<()> {
+fn verdict_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Proto]) -> Result<()> {
     let verdicts: Vec<_> = run
         .runs
         .iter()
@@ -685,7 +683,7 @@ fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
             o,
             "- rep {} {} {}: {}",
             r.rep,
-            label(r.arm()),
+            r.arm().label(),
             r.proto.label(),
             v.text
         )?;
@@ -693,7 +691,7 @@ fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
     writeln!(o, "\n## What moved where, and whether it paid off\n")?;
     for &p in protos {
         for a in arms.iter().filter(|a| !is_untuned(a)) {
-            if let Some(text) = paragraph(run, a, p) {
+            if let Some(text) = paragraph(run, *a, p) {
                 writeln!(o, "**{} over {}.** {text}\n", label(a), p.label())?;
             }
         }
@@ -703,9 +701,9 @@ fn verdict_section(o: &mut String, run: &RunDoc, arms: &[String], protos: &[Prot
 
 /// One arm against its untuned: where receive work and the stack moved, the ratio, and the
 /// limit; `None` when the figures are not there.
-fn paragraph(run: &RunDoc, arm: &str, proto: Proto) -> Option<String> {
+fn paragraph(run: &RunDoc, arm: ArmName, proto: Proto) -> Option<String> {
     let mine = run.of(arm, proto);
-    let untuned = run.of(&base(&run.runs, arm), proto);
+    let untuned = run.of(base(&run.runs, arm), proto);
     if mine.is_empty() || untuned.is_empty() {
         return None;
     }

@@ -4,7 +4,7 @@
 //! request, read from /proc/stat for every arm alike.
 use anyhow::{bail, Result};
 use rxsteer_records::{
-    run::{arm_label, median, range, NO_BPF_ARM},
+    run::{median, range, ArmName, NO_BPF_ARM},
     Observer, Proto, Row, RunDoc, Scenario,
 };
 use serde::Serialize;
@@ -18,7 +18,7 @@ const NOISY: f64 = 1.5;
 /// One observed arm against the no-BPF arm of its load.
 #[derive(Clone, Debug, Serialize)]
 pub struct ArmCost {
-    pub arm: String,
+    pub arm: ArmName,
     pub label: String,
     pub observer: Option<Observer>,
     /// Per repetition: this arm's req/s over the no-BPF arm's.
@@ -86,9 +86,9 @@ pub fn load_cost(doc: &RunDoc, run: &str) -> Result<LoadCost> {
     }
     let (arms, _) = doc.dims();
     let mut out = Vec::new();
-    for a in arms.iter().filter(|a| a.as_str() != NO_BPF_ARM) {
-        let mine = doc.of(a, proto);
-        let ratios = doc.ratios_to(a, NO_BPF_ARM, proto);
+    for a in arms.iter().filter(|a| **a != NO_BPF_ARM) {
+        let mine = doc.of(*a, proto);
+        let ratios = doc.ratios_to(*a, NO_BPF_ARM, proto);
         if ratios.is_empty() {
             continue;
         }
@@ -96,8 +96,8 @@ pub fn load_cost(doc: &RunDoc, run: &str) -> Result<LoadCost> {
         let rps: Vec<f64> = mine.iter().filter_map(|r| r.req_per_s).collect();
         let (lo, hi) = range(&rps);
         out.push(ArmCost {
-            arm: a.clone(),
-            label: arm_label(a),
+            arm: *a,
+            label: a.label(),
             observer: mine.first().and_then(|r| r.observer),
             median: median(&ratios),
             low,
@@ -204,7 +204,7 @@ pub fn cost_line(b: &ObserverBench, stored: &str) -> String {
         b.loads
             .iter()
             .filter_map(|l| {
-                let a = l.arms.iter().find(|a| a.arm == obs)?;
+                let a = l.arms.iter().find(|a| a.arm.to_string() == obs)?;
                 Some(format!(
                     "{:.2}x ({:.2}-{:.2}) on {}",
                     a.median, a.low, a.high, l.scenario
@@ -227,7 +227,7 @@ mod tests {
     fn row(rep: u32, arm: &str, obs: Observer, rps: f64) -> Row {
         Row {
             rep,
-            arm: Some(arm.into()),
+            arm: Some(arm.parse().unwrap()),
             proto: Proto::Http,
             observer: Some(obs),
             req_per_s: Some(rps),
@@ -240,7 +240,7 @@ mod tests {
     fn each_arm_is_a_ratio_to_no_bpf_in_its_repetition() {
         let mut runs = Vec::new();
         for (rep, base, skb) in [(0, 1000.0, 0.5), (1, 1200.0, 0.25), (2, 1100.0, 0.45)] {
-            runs.push(row(rep, NO_BPF_ARM, Observer::Off, base));
+            runs.push(row(rep, "none-nobpf", Observer::Off, base));
             runs.push(row(rep, "none", Observer::Tracepoint, base * 0.99));
             runs.push(row(rep, "none-skb", Observer::Xdp, base * skb));
         }
@@ -251,7 +251,7 @@ mod tests {
         };
         let l = load_cost(&doc, "results/x").unwrap();
         let tp = &l.arms[0];
-        assert_eq!(tp.arm, "none");
+        assert_eq!(tp.arm.to_string(), "none");
         assert!((tp.median - 0.99).abs() < 1e-9 && !tp.noisy, "{tp:?}");
         let receive = tp.receive_us_per_request.unwrap();
         assert!(

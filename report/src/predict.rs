@@ -21,7 +21,7 @@
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{
     breakdown::TimeSplit,
-    run::{arm_label, base_arm_where, RunDoc, NO_BPF_ARM},
+    run::{base_arm_where, ArmName, RunDoc, NO_BPF_ARM},
     Proto, Row,
 };
 use std::{fmt::Write as _, path::Path};
@@ -40,7 +40,7 @@ pub enum LoaderPlace {
 /// One arm's cost per request and stage, in microseconds of CPU, mean over repetitions.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
-    pub arm: String,
+    pub arm: ArmName,
     pub proto: Proto,
     /// The measured rate these costs were divided by.
     pub req_per_s: f64,
@@ -98,10 +98,10 @@ pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
     let (arms, protos) = doc.dims();
     let mut out = Vec::new();
     // The no-BPF arm has no softirq accounting: its receive work cannot be split out.
-    for a in arms.iter().filter(|a| a.as_str() != NO_BPF_ARM) {
+    for a in arms.iter().filter(|a| **a != NO_BPF_ARM) {
         for &p in &protos {
             let rows: Vec<&Row> = doc
-                .of(a, p)
+                .of(*a, p)
                 .into_iter()
                 .filter(|r| r.req_per_s.is_some_and(|v| v > 0.0) && r.time_ms_per_s.is_some())
                 .collect();
@@ -110,7 +110,7 @@ pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
             }
             let n = rows.len() as f64;
             let mut c = Costs {
-                arm: a.clone(),
+                arm: *a,
                 proto: p,
                 req_per_s: rows.iter().filter_map(|r| r.req_per_s).sum::<f64>() / n,
                 rx: 0.0,
@@ -201,7 +201,7 @@ pub fn check(fit: &[Costs], other: &RunDoc, rx_cpu: u32) -> Result<Vec<Check>> {
                 kind: CheckKind::Busy,
                 what: format!(
                     "{} {} at {:.0} req/s: CPU {cpu} ms/s of server + receive + softirq/irq",
-                    arm_label(&m.arm),
+                    m.arm.label(),
                     m.proto.label(),
                     m.req_per_s
                 ),
@@ -211,7 +211,7 @@ pub fn check(fit: &[Costs], other: &RunDoc, rx_cpu: u32) -> Result<Vec<Check>> {
         }
         // Against its untuned in the same run: what steering moved, whatever the rate does
         // to the cost of everything alike.
-        let base = base_arm_where(&m.arm, |a| measured.iter().any(|b| b.arm == a));
+        let base = base_arm_where(m.arm, |a| measured.iter().any(|b| b.arm == a));
         let Some(mb) = measured
             .iter()
             .find(|b| b.arm == base && b.proto == m.proto)
@@ -227,7 +227,7 @@ pub fn check(fit: &[Costs], other: &RunDoc, rx_cpu: u32) -> Result<Vec<Check>> {
                 kind: CheckKind::Ratio,
                 what: format!(
                     "{} over untuned, {} at {:.0} req/s: CPU {cpu}",
-                    arm_label(&m.arm),
+                    m.arm.label(),
                     m.proto.label(),
                     m.req_per_s
                 ),
@@ -335,15 +335,18 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         "\n## Ratios to untuned at {} CPUs (prediction)\n",
         ask.cpus
     )?;
-    for c in fit.iter().filter(|c| !c.arm.starts_with("none")) {
-        let base = base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a));
+    for c in fit
+        .iter()
+        .filter(|c| c.arm.mode != rxsteer_records::Mode::None)
+    {
+        let base = base_arm_where(c.arm, |a| fit.iter().any(|u| u.arm == a));
         if let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) {
             let (r, l) = predict(c, ask.cpus, ask.loader);
             let (ru, lu) = predict(u, ask.cpus, ask.loader);
             writeln!(
                 o,
                 "- {} over {}: {:.2}x untuned (untuned limited by {}, this arm by {}).",
-                arm_label(&c.arm),
+                c.arm.label(),
                 c.proto.label(),
                 r / ru,
                 lu.name(),
@@ -363,7 +366,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
 fn costs_section(fit: &[Costs]) -> String {
     let us = |f: fn(&Costs) -> f64| move |c: &&Costs| format!("{:.1}", f(c));
     let table = Table::new()
-        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("arm", |c: &&Costs| c.arm.label())
         .column("protocol", |c| c.proto.label().to_string())
         .column("measured req/s", |c| format!("{:.0}", c.req_per_s))
         .column("RX core", us(|c| c.rx))
@@ -387,7 +390,7 @@ fn curve_section(fit: &[Costs], ask: &Ask) -> String {
         .into_iter()
         .collect();
     let mut table = Table::new()
-        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("arm", |c: &&Costs| c.arm.label())
         .column("protocol", |c| c.proto.label().to_string());
     for n in points {
         table = table.column(n.to_string(), move |c: &&Costs| {
@@ -406,7 +409,7 @@ fn curve_section(fit: &[Costs], ask: &Ask) -> String {
 fn own_size_section(doc: &RunDoc, fit: &[Costs]) -> String {
     // Idle CPUs left and other time (ms/s), mean over the arm's repetitions.
     let left = |c: &Costs| {
-        let rows = doc.of(&c.arm, c.proto);
+        let rows = doc.of(c.arm, c.proto);
         let splits: Vec<&TimeSplit> = rows
             .iter()
             .filter_map(|r| r.time_ms_per_s.as_ref())
@@ -419,7 +422,7 @@ fn own_size_section(doc: &RunDoc, fit: &[Costs]) -> String {
         )
     };
     let table = Table::new()
-        .column("arm", |c: &&Costs| arm_label(&c.arm))
+        .column("arm", |c: &&Costs| c.arm.label())
         .column("protocol", |c| c.proto.label().to_string())
         .column(format!("model at {} CPUs, loader local", doc.cpus), |c| {
             format!("{:.0}", predict(c, doc.cpus as u32, LoaderPlace::Local).0)
@@ -443,8 +446,11 @@ fn seed_section(o: &mut String, fit: &[Costs], ask: &Ask) -> Result<()> {
         "The seed measured RPS at {SEED_RPS_OVER_UNTUNED:.2}x untuned on GB10 (194k -> 518k req/s, 20 cores, 2.5 GbE, remote loaders). When both are limited by the RX core, the ratio is the RX core's cost per request untuned over its cost with RPS: the seed's {SEED_RPS_OVER_UNTUNED:.2}x means RPS left {:.0} % of the RX core's work there.",
         100.0 / SEED_RPS_OVER_UNTUNED
     )?;
-    for c in fit.iter().filter(|c| c.arm.starts_with("rps")) {
-        let base = base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a));
+    for c in fit
+        .iter()
+        .filter(|c| c.arm.mode == rxsteer_records::Mode::Rps)
+    {
+        let base = base_arm_where(c.arm, |a| fit.iter().any(|u| u.arm == a));
         let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) else {
             continue;
         };
@@ -454,7 +460,7 @@ fn seed_section(o: &mut String, fit: &[Costs], ask: &Ask) -> Result<()> {
         writeln!(
             o,
             "- {} {}: predicted {:.2}x at {} CPUs ({} vs {}); here RPS left {:.0} % of the RX core's per-request work on it ({:.1} of {:.1} us), {} than the seed's box did.",
-            arm_label(&c.arm),
+            c.arm.label(),
             c.proto.label(),
             r / ru,
             ask.cpus,
@@ -469,10 +475,10 @@ fn seed_section(o: &mut String, fit: &[Costs], ask: &Ask) -> Result<()> {
     // Which way the prediction misses the seed decides what can explain it.
     let below = fit
         .iter()
-        .filter(|c| c.arm.starts_with("rps"))
+        .filter(|c| c.arm.mode == rxsteer_records::Mode::Rps)
         .filter_map(|c| {
             let u = fit.iter().find(|u| {
-                u.arm == base_arm_where(&c.arm, |a| fit.iter().any(|u| u.arm == a))
+                u.arm == base_arm_where(c.arm, |a| fit.iter().any(|u| u.arm == a))
                     && u.proto == c.proto
             })?;
             Some(predict(c, ask.cpus, ask.loader).0 / predict(u, ask.cpus, ask.loader).0)
@@ -550,7 +556,7 @@ fn chart(doc: &RunDoc, fit: &[Costs], ask: &Ask) -> String {
     let series: Vec<crate::svg::Series> = fit
         .iter()
         .map(|c| crate::svg::Series {
-            name: format!("{} {}", arm_label(&c.arm), c.proto.label()),
+            name: format!("{} {}", c.arm.label(), c.proto.label()),
             line: (1..=ask.cpus)
                 .map(|n| (n as f64, predict(c, n, ask.loader).0))
                 .collect(),
@@ -587,7 +593,7 @@ mod tests {
         // Untuned: 10k req/s, the RX core (CPU 0) does 400 ms/s of receive and 300 of loader;
         // the server CPU 600 ms/s of server. cpumap: receive moves to CPU 1's kthread.
         let row = |mode: &str, rps: f64, t: Vec<TimeSplit>| Row {
-            arm: Some(mode.into()),
+            arm: Some(mode.parse().unwrap()),
             mode: mode.parse().unwrap(),
             req_per_s: Some(rps),
             time_ms_per_s: Some(t),
@@ -614,12 +620,12 @@ mod tests {
     #[test]
     fn costs_come_per_request_and_stage() {
         let c = costs(&doc(), 0).unwrap();
-        let none = c.iter().find(|c| c.arm == "none").unwrap();
+        let none = c.iter().find(|c| c.arm.to_string() == "none").unwrap();
         // 400 ms/s / 10k req/s = 40 us per request on the RX core.
         assert!((none.rx - 40.0).abs() < 1e-9, "{none:?}");
         assert!((none.server - 60.0).abs() < 1e-9);
         assert!((none.loader - 30.0).abs() < 1e-9);
-        let cpumap = c.iter().find(|c| c.arm == "cpumap").unwrap();
+        let cpumap = c.iter().find(|c| c.arm.to_string() == "cpumap").unwrap();
         assert!((cpumap.rx - 12.5).abs() < 1e-9);
         assert!((cpumap.steered - 30.0).abs() < 1e-9);
         assert_eq!(cpumap.per_cpu.len(), 2);

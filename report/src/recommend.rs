@@ -2,7 +2,7 @@
 //! beat untuned in every repetition, or "keep untuned", or "no difference shown". Never an
 //! arm whose repetitions disagree or whose req/s spread marks it noisy.
 use rxsteer_records::{
-    run::{arm_label, median, range, split_arm, NO_BPF_ARM},
+    run::{median, range, ArmName, NO_BPF_ARM},
     Mode, Proto, Row, RunDoc, XdpMode,
 };
 
@@ -16,7 +16,7 @@ const NOISY: f64 = 1.5;
 pub struct Recommendation {
     pub proto: Proto,
     /// The arm to deploy; None: keep untuned, or nothing shown either way.
-    pub arm: Option<String>,
+    pub arm: Option<ArmName>,
     /// "deploy XDP cpumap (skb)", "keep untuned", "no difference shown".
     pub verdict: String,
     /// Why, each from the stored figures.
@@ -26,7 +26,7 @@ pub struct Recommendation {
 }
 
 struct Candidate {
-    arm: String,
+    arm: ArmName,
     ratios: Vec<f64>,
     spread: f64,
 }
@@ -34,18 +34,18 @@ struct Candidate {
 fn candidates(run: &RunDoc, proto: Proto) -> Vec<Candidate> {
     let (arms, _) = run.dims();
     arms.iter()
-        .filter(|a| a.as_str() != NO_BPF_ARM)
-        .filter(|a| !matches!(split_arm(a), Ok((Mode::None, _))))
+        .filter(|a| **a != NO_BPF_ARM)
+        .filter(|a| a.mode != Mode::None)
         .filter_map(|a| {
-            let ratios = run.ratios(a, proto);
+            let ratios = run.ratios(*a, proto);
             let rps: Vec<f64> = run
-                .of(a, proto)
+                .of(*a, proto)
                 .iter()
                 .filter_map(|r| r.req_per_s)
                 .collect();
             let (lo, hi) = range(&rps);
             (!ratios.is_empty()).then(|| Candidate {
-                arm: a.clone(),
+                arm: *a,
                 ratios,
                 spread: if rps.len() > 1 {
                     hi / lo.max(1e-9)
@@ -60,7 +60,7 @@ fn candidates(run: &RunDoc, proto: Proto) -> Vec<Candidate> {
 /// The command that keeps `arm` in place at every boot where the run measured it (the lab's
 /// steering targets, or the interface's): `rxsteer install`, which `rxsteer uninstall` takes
 /// back.
-fn command(run: &RunDoc, arm: &str, rows: &[&Row]) -> Option<String> {
+fn command(run: &RunDoc, arm: ArmName, rows: &[&Row]) -> Option<String> {
     let setup = run.setup.as_ref()?;
     let iface = if run.is_iface() {
         setup.iface.clone()
@@ -73,8 +73,7 @@ fn command(run: &RunDoc, arm: &str, rows: &[&Row]) -> Option<String> {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let (mode, _) = split_arm(arm).ok()?;
-    Some(match mode {
+    Some(match arm.mode {
         Mode::Rps => format!("rxsteer install --iface {iface} --steer rps --cpus {cpus}"),
         Mode::Cpumap => {
             let xdp = rows
@@ -110,7 +109,7 @@ fn limit(rows: &[&Row]) -> Option<String> {
 
 /// Untuned with its observer over untuned with no BPF, when the run measured both.
 fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
-    let v = run.ratios_to("none", NO_BPF_ARM, proto);
+    let v = run.ratios_to(ArmName::of(Mode::None), NO_BPF_ARM, proto);
     (!v.is_empty()).then(|| {
         format!(
             "untuned was observed without XDP, at {:.2}x the req/s of untuned with no BPF (median)",
@@ -123,7 +122,7 @@ fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
 /// (runs before the observer choice, or `--observer xdp`) untuned is slowed by the observer
 /// and every ratio to it reads high, so nothing is recommended from it.
 fn untuned_undisturbed(run: &RunDoc, proto: Proto) -> bool {
-    let untuned = run.of("none", proto);
+    let untuned = run.of(ArmName::of(Mode::None), proto);
     !untuned.is_empty()
         && untuned.iter().all(|r| {
             r.observer
@@ -160,7 +159,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         if c.spread > NOISY {
             reasons.push(format!(
                 "{} beat untuned in every repetition but its req/s spread {:.2}x: noisy, not recommended",
-                arm_label(&c.arm),
+                c.arm.label(),
                 c.spread
             ));
         }
@@ -200,23 +199,23 @@ fn deploy(
     proto: Proto,
     c: &Candidate,
     reasons: &mut Vec<String>,
-) -> (Option<String>, String, Option<String>) {
+) -> (Option<ArmName>, String, Option<String>) {
     let (lo, hi) = range(&c.ratios);
     reasons.insert(
         0,
         format!(
             "{} beat untuned in all {} repetitions: {:.2}x median ({lo:.2}-{hi:.2})",
-            arm_label(&c.arm),
+            c.arm.label(),
             c.ratios.len(),
             median(&c.ratios)
         ),
     );
-    let rows = run.of(&c.arm, proto);
+    let rows = run.of(c.arm, proto);
     reasons.extend(limit(&rows));
     (
-        Some(c.arm.clone()),
-        format!("deploy {}", arm_label(&c.arm)),
-        command(run, &c.arm, &rows),
+        Some(c.arm),
+        format!("deploy {}", c.arm.label()),
+        command(run, c.arm, &rows),
     )
 }
 
@@ -225,7 +224,7 @@ fn no_difference(c: &Candidate) -> String {
     let (lo, hi) = range(&c.ratios);
     format!(
         "{}: {:.2}x median, {lo:.2}-{hi:.2} over {} repetitions: {}",
-        arm_label(&c.arm),
+        c.arm.label(),
         median(&c.ratios),
         c.ratios.len(),
         if lo <= 1.0 && hi >= 1.0 {
@@ -240,7 +239,7 @@ fn no_difference(c: &Candidate) -> String {
 /// against it (the observer bench, untuned only, has nothing to recommend).
 pub fn applies(run: &RunDoc) -> bool {
     let (arms, _) = run.dims();
-    let untuned = |a: &String| matches!(split_arm(a), Ok((Mode::None, _)));
+    let untuned = |a: &ArmName| a.mode == Mode::None;
     arms.iter().any(untuned) && !arms.iter().all(untuned)
 }
 
@@ -269,10 +268,10 @@ mod tests {
     use super::*;
 
     fn row(rep: u32, arm: &str, rps: f64) -> Row {
-        let (mode, _) = split_arm(arm).unwrap();
+        let mode = arm.parse::<ArmName>().unwrap().mode;
         Row {
             rep,
-            arm: Some(arm.into()),
+            arm: Some(arm.parse().unwrap()),
             mode,
             proto: Proto::Http,
             req_per_s: Some(rps),
@@ -315,7 +314,7 @@ mod tests {
             ]),
             Proto::Http,
         );
-        assert_eq!(r.arm.as_deref(), Some("cpumap-skb"));
+        assert_eq!(r.arm.map(|a| a.to_string()).as_deref(), Some("cpumap-skb"));
         assert_eq!(r.verdict, "deploy XDP cpumap (skb)");
         assert!(
             r.reasons[0]

@@ -25,12 +25,12 @@ fn a_stored_run_predicts_the_same_numbers_every_time() {
     // Pinned from this stored run (a change to the model or the fit shows here).
     let untuned = a
         .iter()
-        .find(|c| c.arm == "none-skb" && c.proto == rxsteer_records::Proto::Http)
+        .find(|c| c.arm.to_string() == "none-skb" && c.proto == rxsteer_records::Proto::Http)
         .unwrap();
     assert_eq!(format!("{:.1}", untuned.rx), "255.5");
     let rps = a
         .iter()
-        .find(|c| c.arm == "rps-skb" && c.proto == rxsteer_records::Proto::Http)
+        .find(|c| c.arm.to_string() == "rps-skb" && c.proto == rxsteer_records::Proto::Http)
         .unwrap();
     assert_eq!(format!("{:.1}", rps.rx), "68.6");
     assert_eq!(predict(untuned, 20, LoaderPlace::Remote).1, Limit::RxCore);

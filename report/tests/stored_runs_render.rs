@@ -26,13 +26,25 @@ fn every_stored_run_renders() {
         let copy = scratch.join(dir.file_name().unwrap());
         copy_dir(&dir, &copy);
         rxsteer_report::run(&copy).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
-        // Through the typed records: every name known, every arm a known mode and its row's.
+        // Through the typed records: every name known (the arms typed as they are read),
+        // every arm's mode its row's, and every name written back as it was stored.
         let doc = rxsteer_report::read(&dir).unwrap_or_else(|e| panic!("{e:#}"));
         for (i, r) in doc.runs.iter().enumerate() {
-            let (mode, _) = rxsteer_records::run::split_arm(r.arm())
-                .unwrap_or_else(|e| panic!("{}: runs[{i}].arm: {e}", dir.display()));
-            assert_eq!(mode, r.mode, "{}: runs[{i}]: arm and mode", dir.display());
+            assert_eq!(
+                r.arm().mode,
+                r.mode,
+                "{}: runs[{i}]: arm and mode",
+                dir.display()
+            );
         }
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&doc.arms).unwrap(),
+            stored.get("arms").cloned().unwrap_or(serde_json::json!([])),
+            "{}: the arms as stored",
+            dir.display()
+        );
         let md = std::fs::read_to_string(copy.join("report.md")).unwrap();
         assert!(md.starts_with("# Receive steering"), "{}", dir.display());
         assert!(copy.join("throughput.svg").is_file());

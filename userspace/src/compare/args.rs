@@ -5,7 +5,10 @@ use std::{path::PathBuf, time::Duration};
 use super::load::{self, LoaderArg};
 use crate::top::parse_interval;
 use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
-use rxsteer_records::{run::NO_BPF_ARM, LoaderIo, Mode, Proto, Scenario, ServerIo};
+use rxsteer_records::{
+    run::{ArmName, NO_BPF_ARM},
+    LoaderIo, Mode, Proto, Scenario, ServerIo, XdpMode,
+};
 
 /// One arm of the comparison: a steering mode in one XDP attach mode, with or without the
 /// frags-aware programs, observed as `observer` says.
@@ -26,25 +29,26 @@ impl Arm {
     /// The arm's name in run.json and file names: the steering mode, then what the run
     /// varies besides (`cpumap`, `cpumap-skb`, `cpumap-skb-plain`). Its untuned peer has the
     /// same suffix.
-    pub fn key(&self) -> String {
+    pub fn key(&self) -> ArmName {
         if self.observer == ObserverChoice::Off {
-            return NO_BPF_ARM.to_string();
+            return NO_BPF_ARM;
         }
-        let mut k = self.mode.as_str().to_string();
+        let mut arm = ArmName::of(self.mode);
         // Without an XDP program the XDP mode and frags choice change nothing in the arm.
         if !self.runs_xdp() {
-            return k;
+            return arm;
         }
         if self.per_xdp_mode {
-            k = format!("{k}-{}", self.xdp.as_str());
+            // Compared XDP modes are the two real ones (`--xdp-mode both`).
+            arm.variant.xdp = match self.xdp {
+                XdpModeChoice::Skb => Some(XdpMode::Skb),
+                _ => Some(XdpMode::Drv),
+            };
         }
         if self.per_frags {
-            k.push_str(match self.frags {
-                FragsChoice::Off => "-plain",
-                _ => "-frags",
-            });
+            arm.variant.frags = Some(self.frags != FragsChoice::Off);
         }
-        k
+        arm
     }
 
     /// Whether an XDP program is on the interface in this arm: cpumap steers with one; the
@@ -366,8 +370,15 @@ mod tests {
             .unwrap()
             .c
         };
-        let keys = |c: &CompareArgs| c.arms().iter().map(Arm::key).collect::<Vec<_>>();
-        assert_eq!(keys(&parse(&[])), ["none", "rps", "cpumap", NO_BPF_ARM]);
+        let keys = |c: &CompareArgs| {
+            c.arms()
+                .iter()
+                .map(|a| a.key().to_string())
+                .collect::<Vec<_>>()
+        };
+        let no_bpf = NO_BPF_ARM.to_string();
+        let no_bpf = no_bpf.as_str();
+        assert_eq!(keys(&parse(&[])), ["none", "rps", "cpumap", no_bpf]);
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--steer", "cpumap"])),
             ["cpumap-drv", "cpumap-skb"]
@@ -376,7 +387,7 @@ mod tests {
         let both = parse(&["--xdp-mode", "both"]);
         assert_eq!(
             keys(&both),
-            ["none", "rps", "cpumap-drv", "cpumap-skb", NO_BPF_ARM]
+            ["none", "rps", "cpumap-drv", "cpumap-skb", no_bpf]
         );
         assert_eq!(both.arms()[3].xdp, XdpModeChoice::Skb);
         assert!(!both.arms()[1].runs_xdp() && both.arms()[2].runs_xdp());
@@ -390,7 +401,7 @@ mod tests {
                 "none-skb",
                 "rps-skb",
                 "cpumap-skb",
-                NO_BPF_ARM
+                no_bpf
             ]
         );
         assert_eq!(
@@ -418,7 +429,7 @@ mod tests {
                 "--observer",
                 "all"
             ])),
-            ["none", "none-drv", "none-skb", NO_BPF_ARM]
+            ["none", "none-drv", "none-skb", no_bpf]
         );
     }
 

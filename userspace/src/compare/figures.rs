@@ -320,7 +320,7 @@ mod tests {
         };
         let r = row(1, arm, Proto::Zap, Some(&load), &t);
         assert_eq!(
-            (r.arm(), r.xdp_mode_asked.as_deref()),
+            (r.arm().to_string().as_str(), r.xdp_mode_asked.as_deref()),
             ("cpumap-skb", Some("skb"))
         );
         assert!(r.stack_packets_per_s.is_none(), "no tc line: no tc figures");

@@ -131,7 +131,7 @@ fn measure(
                     label: load_label(args, rep, &arm, proto),
                     req_per_s,
                     p99_us,
-                    ratio: ratio_in(&rows, rep, &arm.key(), proto),
+                    ratio: ratio_in(&rows, rep, arm.key(), proto),
                 });
             }
         }
@@ -319,7 +319,11 @@ fn index_run(dir: &Path, doc: &RunDoc) -> Result<()> {
     let command: Vec<String> = std::env::args().skip(1).collect();
     let what = format!(
         "the main job ({} over {}, {} repetitions{}{})",
-        doc.arms.join(" / "),
+        doc.arms
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(" / "),
         doc.protos
             .iter()
             .map(|p| p.as_str())
