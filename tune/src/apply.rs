@@ -90,8 +90,9 @@ fn same_value(path: &Path, a: &str, b: &str) -> bool {
 pub fn show(settings: &[Setting], state: Option<&StateFile>) -> Result<Plan, TuneError> {
     let mut changes = Vec::new();
     for s in settings {
-        let current = if s.skipped.is_some() && !s.path.exists() {
-            String::new()
+        // A skipped setting is shown as it reads, if it reads at all.
+        let current = if s.skipped.is_some() {
+            std::fs::read_to_string(&s.path).unwrap_or_default()
         } else {
             read(&s.name, &s.path)?
         };

@@ -64,6 +64,11 @@ pub fn queues(input: &ProfileInput, prefix: &str) -> Vec<String> {
     q
 }
 
+/// A file that exists but cannot be read because what it shows is missing (ENOENT).
+fn unreadable(path: &Path) -> bool {
+    std::fs::read(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
 pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     if p == Mode::None {
         return Vec::new();
@@ -109,6 +114,10 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     for s in &mut out {
         if s.skipped.is_none() && !s.path.exists() {
             s.skipped = Some("not present on this kernel or device".to_string());
+        } else if s.skipped.is_none() && unreadable(&s.path) {
+            // The file is there but the device does not implement it (lo's xps_cpus: ENOENT
+            // on read): nothing to snapshot, nothing to set.
+            s.skipped = Some("not supported by this device (reading it fails)".to_string());
         }
     }
     out

@@ -465,6 +465,26 @@ fn without_systemd_install_says_so_with_the_boot_commands_and_changes_nothing() 
         "{said}"
     );
     assert!(!Path::new("/etc/rxsteer").exists() && !Path::new(BINARY).exists());
+    // A dry run works here all the same, lo's xps_cpus (there, but ENOENT on read) skipped.
+    let dry = Command::new(RXSTEER)
+        .args([
+            "install",
+            "--iface",
+            "lo",
+            "--steer",
+            "rps",
+            "--cpus",
+            "0",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("at start it would change"),
+        "{}",
+        text(&dry)
+    );
     // Nothing installed: uninstall says so and succeeds; status too.
     let u = Command::new(RXSTEER).arg("uninstall").output().unwrap();
     assert!(

@@ -104,9 +104,17 @@ impl Ask {
              BindsTo={dev}\n\
              After={dev} network-online.target\n\
              Wants=network-online.target\n\
+             {limit}\
              \n\
              [Service]\n",
-            iface = self.iface
+            iface = self.iface,
+            // A service that keeps failing (cpumap on an interface that refuses it) stops
+            // being restarted after three tries in a minute, instead of every 5 s for ever.
+            limit = if self.exec_stop().is_none() {
+                "StartLimitIntervalSec=60\nStartLimitBurst=3\n"
+            } else {
+                ""
+            }
         );
         match self.exec_stop() {
             Some(stop) => {
