@@ -7,7 +7,7 @@
 mod common;
 
 use common::{lab, online_cpus};
-use rxsteer::netns::{Netns, VethLab};
+use rxsteer::netns::Netns;
 use std::{
     io::{BufRead, BufReader, Read},
     path::{Path, PathBuf},
@@ -60,14 +60,13 @@ fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     out
 }
 
-/// `rxsteer install --root ROOT --iface <the lab's server veth> ARGS` in the server
-/// namespace, which must succeed; its output and the unit's name.
-fn install(lab: &VethLab, root: &Path, args: &[&str]) -> (Output, String) {
-    let dev = &lab.server_dev;
+/// `rxsteer install --root ROOT --iface DEV ARGS` in `ns`, which must succeed; its output and
+/// the unit's name.
+fn install(ns: &Netns, dev: &str, root: &Path, args: &[&str]) -> (Output, String) {
     let root = root.display().to_string();
     let mut all = vec!["install", "--root", &root, "--iface", dev];
     all.extend_from_slice(args);
-    let o = rxsteer(&lab.server, &all);
+    let o = rxsteer(ns, &all);
     assert!(o.status.success(), "{}", text(&o));
     (o, format!("rxsteer-{}.service", dev.replace('-', "\\x2d")))
 }
@@ -129,20 +128,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
     let (tree_before, values_before) = (tree(&root), common::profile_values(&lab));
 
     // A dry run prints the unit and the values, and writes nothing.
-    let dry = rxsteer(
-        &lab.server,
-        &[
-            "install",
-            "--root",
-            &root_s,
-            "--iface",
-            &dev,
-            "--steer",
-            "rps",
-            "--dry-run",
-        ],
-    );
-    assert!(dry.status.success(), "{}", text(&dry));
+    let (dry, _) = install(&lab.server, &dev, &root, &["--steer", "rps", "--dry-run"]);
     assert!(
         text(&dry).contains("Type=oneshot")
             && text(&dry).contains("at start it would change")
@@ -152,7 +138,8 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
     );
     assert_eq!(tree(&root), tree_before, "a dry run writes nothing");
     let (o, unit_name) = install(
-        &lab,
+        &lab.server,
+        &lab.server_dev,
         &root,
         &["--steer", "rps", "--cpus", &target.to_string()],
     );
@@ -281,22 +268,12 @@ fn on_a_loader_box_the_same_install_applies_xps_and_stop_restores_it() {
     let root = image("loader");
     let root_s = root.display().to_string();
     let (tree_before, values_before) = (tree(&root), common::profile_values_in(ns, &dev));
-    let o = rxsteer(
+    let (_, unit_name) = install(
         ns,
-        &[
-            "install",
-            "--root",
-            &root_s,
-            "--iface",
-            &dev,
-            "--steer",
-            "rps",
-            "--cpus",
-            &target.to_string(),
-        ],
+        &dev,
+        &root,
+        &["--steer", "rps", "--cpus", &target.to_string()],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    let unit_name = format!("rxsteer-{}.service", dev.replace('-', "\\x2d"));
     let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
     let o = run(ns, &command_of(&unit, "ExecStart", &root).unwrap());
     assert!(o.status.success(), "ExecStart: {}", text(&o));
@@ -358,7 +335,8 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
     let root_s = root.display().to_string();
     let (tree_before, values_before) = (tree(&root), common::profile_values(&lab));
     let (_, unit_name) = install(
-        &lab,
+        &lab.server,
+        &lab.server_dev,
         &root,
         &["--steer", "cpumap", "--http-cpus", &target.to_string()],
     );
