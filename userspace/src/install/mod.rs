@@ -63,9 +63,13 @@ pub struct InstalledArgs {
     pub root: Option<PathBuf>,
 }
 
-/// Whether systemd runs this box (sd_booted(3)'s test).
+/// Whether systemd runs this box (sd_booted(3)'s test: `/run/systemd/system` is a
+/// directory). `RXSTEER_SYSTEMD_DIR` names another directory to test instead: the tests point
+/// it at a missing one to take the no-systemd path on any box, systemd or not.
 fn systemd_booted() -> bool {
-    Path::new("/run/systemd/system").is_dir()
+    std::env::var_os("RXSTEER_SYSTEMD_DIR")
+        .map_or_else(|| "/run/systemd/system".into(), std::path::PathBuf::from)
+        .is_dir()
 }
 
 /// The flags checked against this box, as the unit's command will take them.
