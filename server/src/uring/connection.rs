@@ -30,15 +30,13 @@ pub struct Conn {
     pub out: Vec<u8>,
     pub scratch: Vec<u8>,
     pub flight: Option<Flight>,
+    /// Where it is in its life: open, the peer done, closing, shut down.
+    pub life: Life,
+    /// The multishot receive is in the kernel. With `paused`, the receive's own state, apart
+    /// from `life`: a receive can still be in flight while paused or while closing.
     pub receiving: bool,
-    /// Nothing more is answered; the descriptor is closed once nothing of it is in flight.
-    pub closing: bool,
-    /// `shutdown` was called (it ends the receive and any send still waiting).
-    pub shut: bool,
     /// The receive was stopped behind a send in flight (see [`PAUSE_AT`]).
     pub paused: bool,
-    /// The peer sent its last byte: what it sent is still answered, then the connection closes.
-    pub eof: bool,
     pub last_input: Instant,
     pub partial_since: Option<Instant>,
     /// Its place under the worker's connection limit, given back when the Conn goes.
@@ -52,12 +50,45 @@ impl Conn {
 
     /// Closes it from our side now (refused input, a timeout, an error).
     pub fn shut_down(&mut self) {
-        self.closing = true;
-        if !self.shut {
-            self.shut = true;
+        if self.life != Life::Shut {
+            self.life = Life::Shut;
             // SAFETY: shutdown on a socket this connection owns; ends its receive.
             unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
         }
+    }
+
+    /// Nothing more is answered (a reset or a receive error): closed once nothing is in flight.
+    pub fn close(&mut self) {
+        if self.life != Life::Shut {
+            self.life = Life::Closing;
+        }
+    }
+
+    /// The peer sent its last byte: what it sent is still answered, then it closes.
+    pub fn peer_done(&mut self) {
+        if self.life == Life::Open {
+            self.life = Life::PeerDone;
+        }
+    }
+}
+
+/// A connection's life, one way: open, then the peer done or our close, then shut down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Life {
+    /// Requests are received and answered.
+    Open,
+    /// The peer sent its last byte: what it sent is still answered, then it closes.
+    PeerDone,
+    /// Nothing more is answered; the descriptor is closed once nothing of it is in flight.
+    Closing,
+    /// Closing, and `shutdown` was called (it ends the receive and any send still waiting).
+    Shut,
+}
+
+impl Life {
+    /// Whether what arrives is still answered.
+    pub fn answers(self) -> bool {
+        matches!(self, Life::Open | Life::PeerDone)
     }
 }
 

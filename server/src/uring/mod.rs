@@ -38,7 +38,7 @@ mod buf_ring;
 mod connection;
 
 use buf_ring::{BufRing, BUFS, BUF_GROUP, BUF_SIZE};
-use connection::{answer_buffered, answer_in_place, flight, Conn};
+use connection::{answer_buffered, answer_in_place, flight, Conn, Life};
 const RING_ENTRIES: u32 = 1024;
 
 const OP_ACCEPT: u64 = 1;
@@ -285,11 +285,9 @@ impl Worker<'_> {
             out: Vec::with_capacity(BUF_SIZE),
             scratch: Vec::with_capacity(1024),
             flight: None,
+            life: Life::Open,
             receiving: false,
-            closing: false,
-            shut: false,
             paused: false,
-            eof: false,
             last_input: self.now,
             partial_since: None,
             _place: place,
@@ -308,7 +306,7 @@ impl Worker<'_> {
         if res == -libc::ECANCELED {
             // Our pause (only a pause cancels a receive). If the send completed in the
             // meantime, the pause is over: receive again now.
-            if !c.paused && !c.closing && !c.eof {
+            if !c.paused && c.life == Life::Open {
                 self.arm_recv(slot);
             }
             self.release(slot);
@@ -319,7 +317,7 @@ impl Worker<'_> {
                 self.bufs.give_back(bid);
             }
             // Out of buffers: receive again (they are back at this batch's end).
-            if res == -libc::ENOBUFS && !c.closing {
+            if res == -libc::ENOBUFS && c.life.answers() {
                 if !c.paused {
                     self.arm_recv(slot);
                 }
@@ -327,9 +325,9 @@ impl Worker<'_> {
                 // The peer is done sending (its requests are still answered), or a reset, or
                 // our shutdown came through.
                 if res == 0 {
-                    c.eof = true;
+                    c.peer_done();
                 } else {
-                    c.closing = true;
+                    c.close();
                 }
                 self.release(slot);
             }
@@ -338,7 +336,7 @@ impl Worker<'_> {
         let bid = bid.expect("a multishot receive completion names its buffer");
         let data = self.bufs.buffer(bid, res as usize);
         c.last_input = self.now;
-        let answered = if c.closing {
+        let answered = if !c.life.answers() {
             Ok(None)
         } else if c.flight.is_some() {
             // Answered after the send in flight, in order. The pause below bounds it: what
@@ -364,7 +362,7 @@ impl Worker<'_> {
             Err(()) => self.conns[slot].shut_down(),
         }
         let c = &mut self.conns[slot];
-        if c.flight.is_some() && c.stash.len() >= PAUSE_AT && !c.paused && !c.closing {
+        if c.flight.is_some() && c.stash.len() >= PAUSE_AT && !c.paused && c.life.answers() {
             c.paused = true;
             if more {
                 let e = opcode::AsyncCancel::new(user_data(OP_RECV, slot, c.generation))
@@ -372,7 +370,7 @@ impl Worker<'_> {
                     .user_data(user_data(OP_CANCEL, slot, c.generation));
                 self.push(&e);
             }
-        } else if !more && !c.closing && !c.paused {
+        } else if !more && c.life.answers() && !c.paused {
             self.arm_recv(slot);
         }
         self.release(slot);
@@ -408,11 +406,11 @@ impl Worker<'_> {
         let resume = std::mem::take(&mut c.paused);
         if f.close {
             c.shut_down();
-        } else if !c.closing {
+        } else if c.life.answers() {
             self.answer_stash(slot);
         }
         let c = &mut self.conns[slot];
-        if resume && !c.closing && !c.eof {
+        if resume && c.life == Life::Open {
             if c.flight.is_some() {
                 // Still behind a send: stay paused until it completes.
                 c.paused = true;
@@ -447,7 +445,7 @@ impl Worker<'_> {
             let a = answer_buffered(c, cfg);
             self.respond(slot, a);
             let c = &self.conns[slot];
-            if c.flight.is_some() || c.closing || c.stash.is_empty() {
+            if c.flight.is_some() || !c.life.answers() || c.stash.is_empty() {
                 return;
             }
         }
@@ -505,7 +503,7 @@ impl Worker<'_> {
     /// answer went out) once neither its receive nor a send is in flight.
     fn release(&mut self, slot: usize) {
         let c = &self.conns[slot];
-        if (c.closing || c.eof) && !c.receiving && c.flight.is_none() {
+        if c.life != Life::Open && !c.receiving && c.flight.is_none() {
             self.conns.remove(slot);
         }
     }
@@ -518,7 +516,7 @@ impl Worker<'_> {
             let slow = c
                 .partial_since
                 .is_some_and(|t| now.duration_since(t) >= cfg.request);
-            if (idle || slow) && !c.shut {
+            if (idle || slow) && c.life != Life::Shut {
                 c.shut_down();
             }
         }
