@@ -31,6 +31,16 @@ pub mod program {
         ("rx_driver_poll", "napi_poll"),
         ("rx_driver_netif_rx", "netif_rx"),
     ];
+
+    /// Every program of the object.
+    pub fn all() -> impl Iterator<Item = &'static str> {
+        [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS]
+            .into_iter()
+            .chain(FRAGS)
+            .chain(SOFTIRQ_TRACEPOINTS)
+            .chain(XDP_TRACEPOINTS)
+            .chain(DRIVER_TRACEPOINTS.into_iter().map(|(p, _)| p))
+    }
 }
 
 /// Maps and the globals userspace sets before load.

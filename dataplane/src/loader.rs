@@ -32,12 +32,9 @@ pub const MAX_QSIZE: u32 = 16384;
 /// Every program of the object, as the kernel names them (BPF_OBJ_NAME_LEN: 15 characters):
 /// what a check that "no rxsteer program is loaded" looks for.
 pub fn program_names() -> Vec<String> {
-    let mut all: Vec<&str> = vec![RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS];
-    all.extend(FRAGS_PROGRAMS);
-    all.extend(SOFTIRQ_TRACEPOINTS);
-    all.extend(XDP_TRACEPOINTS);
-    all.extend(DRIVER_TRACEPOINTS.iter().map(|(p, _)| *p));
-    all.iter().map(|n| n.chars().take(15).collect()).collect()
+    rxsteer_common::names::program::all()
+        .map(|n| n.chars().take(15).collect())
+        .collect()
 }
 
 /// Which TCP ports are which service.
@@ -660,12 +657,7 @@ mod names_in_the_object {
             "this build has no eBPF object: `cargo xtask build-ebpf` first"
         );
         let obj = aya_obj::Object::parse(EBPF_OBJECT).expect("the object parses");
-        let mut programs: Vec<&str> =
-            vec![RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS];
-        programs.extend(FRAGS_PROGRAMS);
-        programs.extend(SOFTIRQ_TRACEPOINTS);
-        programs.extend(XDP_TRACEPOINTS);
-        programs.extend(DRIVER_TRACEPOINTS.iter().map(|(p, _)| *p));
+        let programs: Vec<&str> = rxsteer_common::names::program::all().collect();
         let missing: Vec<&str> = programs
             .iter()
             .copied()
