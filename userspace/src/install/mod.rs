@@ -108,16 +108,9 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
             .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))?;
         attach_cmd::validate(&parsed.a)?;
     } else {
-        for flag in [
-            "--http-cpus",
-            "--zap-cpus",
-            "--other-cpus",
-            "--qsize",
-            "--xdp-mode",
-        ] {
-            if ask.flags.iter().any(|(f, _)| *f == flag) {
-                bail!("{flag} only applies to --steer cpumap");
-            }
+        // rps takes `--cpus` alone; every other flag is cpumap's.
+        if let Some((flag, _)) = ask.flags.iter().find(|(f, _)| *f != "--cpus") {
+            bail!("{flag} only applies to --steer cpumap");
         }
         host::profile_input(&a.iface, a.cpus.rps())?;
     }
@@ -178,11 +171,12 @@ fn systemctl(layout: &Layout, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Writes the binary, the unit and the record; on any failure, removes what it wrote.
-fn write_all(layout: &Layout, ask: &Ask) -> Result<Installed> {
+/// Writes the binary, the unit and the record (`cpus`: rps's `--cpus`); on any failure,
+/// removes what it wrote.
+fn write_all(layout: &Layout, ask: &Ask, cpus: Option<Vec<u32>>) -> Result<Installed> {
     let unit = unit_name(&ask.iface);
     let unit_path = Path::new(UNIT_DIR).join(&unit);
-    let record_abs = Path::new(record::RECORD_DIR).join(format!("{}.json", ask.iface));
+    let record_abs = record::record_of(&ask.iface);
     let mut rec = Installed {
         version: 1,
         iface: ask.iface.clone(),
@@ -190,12 +184,7 @@ fn write_all(layout: &Layout, ask: &Ask) -> Result<Installed> {
         unit,
         exec_start: ask.exec_start(),
         exec_stop: ask.exec_stop(),
-        cpus: ask
-            .flags
-            .iter()
-            .find(|(f, _)| *f == "--cpus")
-            .map(|(_, v)| rxsteer_tune::cpus::parse_cpu_list(v))
-            .transpose()?,
+        cpus,
         files: Vec::new(),
         created_dirs: Vec::new(),
     };
@@ -237,7 +226,7 @@ pub fn install(a: &InstallArgs) -> Result<()> {
     if !layout.is_image() {
         privilege::require("rxsteer install", &[Cap::NetAdmin, Cap::SysAdmin])?;
     }
-    let rec = write_all(&layout, &ask)?;
+    let rec = write_all(&layout, &ask, a.cpus.cpus.clone().map(|c| c.0))?;
     let enabled = if layout.is_image() {
         systemctl(&layout, &["enable", &rec.unit])
     } else {
@@ -369,10 +358,7 @@ fn revert_left(out: &mut impl Write, rec: &Installed) -> Result<()> {
     let Some(state) = StateFile::load(&path)? else {
         return Ok(());
     };
-    if state.iface == rec.iface
-        && state.profile == rec.steer.as_str()
-        && state.live_owner().is_none()
-    {
+    if rec.applied_in(&state) && state.live_owner().is_none() {
         let restored = rxsteer_tune::revert(&path)?;
         writeln!(
             out,
@@ -442,7 +428,7 @@ fn status_of(
         writeln!(out, "  interface {} does not exist here now", rec.iface)?;
         return Ok(false);
     }
-    let applied = state.is_some_and(|s| s.iface == rec.iface && s.profile == rec.steer.as_str());
+    let applied = state.is_some_and(|s| rec.applied_in(s));
     let input = host::profile_input(&rec.iface, rec.cpus.as_deref())?;
     let plan = show(&profile(rec.steer, &input), state.filter(|_| applied))?;
     let checked = plan.changes.iter().filter(|c| c.skipped.is_none()).count();

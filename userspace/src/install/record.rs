@@ -34,7 +34,7 @@ impl Layout {
 
     /// The record of `iface`'s unit.
     pub fn record_path(&self, iface: &str) -> PathBuf {
-        self.host(&Path::new(RECORD_DIR).join(format!("{iface}.json")))
+        self.host(&record_of(iface))
     }
 
     /// Every record in this tree, sorted by interface. A record that does not parse is an
@@ -60,6 +60,11 @@ impl Layout {
     }
 }
 
+/// The record of `iface`'s unit, as the booted box sees it.
+pub fn record_of(iface: &str) -> PathBuf {
+    Path::new(RECORD_DIR).join(format!("{iface}.json"))
+}
+
 /// One installed unit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Installed {
@@ -77,6 +82,13 @@ pub struct Installed {
     pub files: Vec<PathBuf>,
     /// Directories install created, outermost first: uninstall removes them when empty.
     pub created_dirs: Vec<PathBuf>,
+}
+
+impl Installed {
+    /// Whether `state` (this namespace's tuning snapshot) is this unit's steering applied.
+    pub fn applied_in(&self, state: &rxsteer_tune::StateFile) -> bool {
+        state.iface == self.iface && state.profile == self.steer.as_str()
+    }
 }
 
 /// Creates `abs`'s missing directories in `layout`, appending each it made to `created`.
