@@ -383,19 +383,14 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Pro
     if !columns.rest.is_empty() {
         writeln!(o, "With {cpus} CPUs the table names the {NAMED_CPUS} with the most receive work in any load and sums the other {}.\n", columns.rest.len())?;
     }
-    type Load<'r> = (ArmName, Proto, Vec<&'r Row>);
+    // Per load: its rows and its receive work per CPU column, computed once.
+    type Load<'r> = (ArmName, Proto, Vec<&'r Row>, Vec<f64>);
     let total = |l: &Load, f: fn(&Row) -> u64| l.2.iter().map(|r| f(r)).sum::<u64>();
     let mut table = Table::new()
         .column("arm", |l: &Load| label(&l.0))
         .column("protocol", |l| l.1.label().to_string());
     for (i, name) in columns.names("").into_iter().enumerate() {
-        table = table.column(name, {
-            let columns = &columns;
-            move |l: &Load| {
-                let v = columns.values(&mean_per_cpu(&l.2, |r| Some(&r.receive_ms_per_s), cpus));
-                format!("{:.0}", v[i])
-            }
-        });
+        table = table.column(name, move |l: &Load| format!("{:.0}", l.3[i]));
     }
     let table = table
         .column("of it kthread", |l| {
@@ -427,7 +422,11 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Pro
         });
     let loads = arms
         .iter()
-        .flat_map(|a| protos.iter().map(move |&p| (*a, p, run.of(*a, p))));
+        .flat_map(|a| protos.iter().map(move |&p| (*a, p, run.of(*a, p))))
+        .map(|(a, p, rows)| {
+            let receive = columns.values(&mean_per_cpu(&rows, |r| Some(&r.receive_ms_per_s), cpus));
+            (a, p, rows, receive)
+        });
     o.push_str(&table.render(loads));
     writeln!(o)?;
     for a in arms {
