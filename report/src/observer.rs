@@ -201,10 +201,11 @@ pub fn render(b: &ObserverBench) -> Result<String> {
 /// The one line `--observer xdp` in skb mode and old runs' reports quote (results/observer-cost.txt).
 pub fn cost_line(b: &ObserverBench, stored: &str) -> String {
     let of = |obs: &str| -> Vec<String> {
+        let obs: ArmName = obs.parse().expect("an arm the observer bench runs");
         b.loads
             .iter()
             .filter_map(|l| {
-                let a = l.arms.iter().find(|a| a.arm.to_string() == obs)?;
+                let a = l.arms.iter().find(|a| a.arm == obs)?;
                 Some(format!(
                     "{:.2}x ({:.2}-{:.2}) on {}",
                     a.median, a.low, a.high, l.scenario
