@@ -11,6 +11,9 @@ pub mod program {
     pub const XDP_PASS: &str = "xdp_pass";
     pub const STEER: &str = "steer";
     pub const ON_CPU: &str = "on_cpu";
+    /// The XDP programs the loader verifies at load (a steering mode's own program is one:
+    /// records' `steering.rs` names it).
+    pub const XDP: [&str; 4] = [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU];
     /// The multi-buffer aware twins of the three (`<name>_frags`, section `xdp.frags`).
     pub const FRAGS_SUFFIX: &str = "_frags";
     pub const FRAGS: [&str; 3] = ["rx_account_frags", "steer_frags", "on_cpu_frags"];
@@ -34,8 +37,8 @@ pub mod program {
 
     /// Every program of the object.
     pub fn all() -> impl Iterator<Item = &'static str> {
-        [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU, TC_INGRESS, TC_EGRESS]
-            .into_iter()
+        XDP.into_iter()
+            .chain([TC_INGRESS, TC_EGRESS])
             .chain(FRAGS)
             .chain(SOFTIRQ_TRACEPOINTS)
             .chain(XDP_TRACEPOINTS)

@@ -24,7 +24,7 @@ pub use rxsteer_common::names::program::{
     DRIVER_TRACEPOINTS, FRAGS_SUFFIX, ON_CPU, RX_ACCOUNT, SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS,
     TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
 };
-use rxsteer_common::names::{map, program::FRAGS as FRAGS_PROGRAMS};
+use rxsteer_common::names::{map, program, program::FRAGS as FRAGS_PROGRAMS};
 
 /// Largest cpumap queue the kernel accepts.
 pub const MAX_QSIZE: u32 = 16384;
@@ -274,7 +274,7 @@ impl Dataplane {
                     e.context("loading the eBPF object into the kernel")
                 }
             })?;
-        for name in [RX_ACCOUNT, XDP_PASS, STEER, ON_CPU] {
+        for name in program::XDP {
             xdp_mut(&mut ebpf, name)?
                 .load()
                 .with_context(|| format!("verifying XDP program {name}"))?;

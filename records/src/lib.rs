@@ -9,6 +9,7 @@ pub mod load;
 pub mod names;
 pub mod run;
 pub mod sample;
+pub mod steering;
 
 pub use live::LiveLine;
 pub use load::LoadResult;
@@ -18,6 +19,7 @@ pub use names::{
 };
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};
+pub use steering::{CpuFlags, Steering, Tuning};
 
 /// With fewer than 4 CPUs no CPU is free of the receive core, the server and the loader, so
 /// steering can only move receive work onto a CPU that also does one of those. Whether that

@@ -1,5 +1,11 @@
 //! The names every file and command line shares: one enum per concept, each with one
 //! `as_str` (the spelling in files and flags), `FromStr`, `Display` and serde as that string.
+//!
+//! One small macro of our own, not strum's and serde's derives: it gives every name the one
+//! error, [`UnknownName`], that says which concept was misspelled and what it accepts
+//! (`"quic" is not a valid protocol: expected one of http, zap`), in a run.json field (with
+//! its path) and on a command line alike; strum's `ParseError` names neither, and serde's
+//! derive would word the same mistake its own way in files.
 
 /// An unknown name: what was given and what would have been accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +29,7 @@ impl std::fmt::Display for UnknownName {
 
 impl std::error::Error for UnknownName {}
 
+/// Defines one name enum (see the module's opening); `steering.rs` uses it for `Mode`.
 macro_rules! names {
     ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -52,11 +59,11 @@ macro_rules! names {
         }
 
         impl std::str::FromStr for $name {
-            type Err = UnknownName;
-            fn from_str(s: &str) -> Result<Self, UnknownName> {
+            type Err = $crate::names::UnknownName;
+            fn from_str(s: &str) -> Result<Self, $crate::names::UnknownName> {
                 match s {
                     $($s => Ok($name::$variant),)+
-                    _ => Err(UnknownName { what: $what, given: s.to_string(), accepted: Self::NAMES }),
+                    _ => Err($crate::names::UnknownName { what: $what, given: s.to_string(), accepted: Self::NAMES }),
                 }
             }
         }
@@ -82,29 +89,10 @@ macro_rules! names {
     };
 }
 
-names! {
-    /// A steering mode: what `attach --steer` puts in place, a comparison's arm, a tuning
-    /// profile.
-    Mode, "steering mode" {
-        /// Everything back to the snapshot; XDP only observes.
-        None = "none",
-        /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
-        Rps = "rps",
-        /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
-        Cpumap = "cpumap",
-    }
-}
+pub(crate) use names;
 
-impl Mode {
-    /// The name a reader sees (report, live screen).
-    pub fn label(self) -> &'static str {
-        match self {
-            Mode::None => "untuned",
-            Mode::Rps => "RPS/RFS/XPS",
-            Mode::Cpumap => "XDP cpumap",
-        }
-    }
-}
+/// Steering modes are names too, defined with what each does in `steering.rs`.
+pub use crate::steering::Mode;
 
 names! {
     /// The transport a load speaks.
@@ -249,7 +237,10 @@ names! {
     XdpModeChoice, "XDP mode choice" {
         /// Driver (native) mode if the driver supports it, else skb (generic) mode.
         Auto = "auto",
+        /// Native (driver) XDP; refused on an interface without it.
         Drv = "drv",
+        /// Generic (skb) XDP: after the RX core built and GRO'd each packet, as on a NIC whose
+        /// driver has no native XDP (the GB10's r8169).
         Skb = "skb",
     }
 }

@@ -464,7 +464,7 @@ fn observer_section(
             continue;
         };
         let how = match (r.observer, r.xdp_mode) {
-            (Some(Observer::Xdp), Some(m)) if is_untuned(a) || a.mode == Mode::Rps => {
+            (Some(Observer::Xdp), Some(m)) if !a.mode.steers_with_xdp() => {
                 format!("the observe-only XDP program in {} mode", m.long_name())
             }
             (Some(Observer::Xdp), Some(m)) => {

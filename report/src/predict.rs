@@ -285,7 +285,7 @@ fn fitted_observer(doc: &RunDoc) -> String {
     let plain = doc
         .runs
         .iter()
-        .filter(|r| r.mode != rxsteer_records::Mode::Cpumap && r.arm() != NO_BPF_ARM);
+        .filter(|r| !r.mode.steers_with_xdp() && r.arm() != NO_BPF_ARM);
     let mut seen: Vec<String> = Vec::new();
     for r in plain {
         let s = match (r.observer, r.xdp_mode) {

@@ -3,7 +3,7 @@
 //! arm whose repetitions disagree or whose req/s spread marks it noisy.
 use rxsteer_records::{
     run::{median, range, ArmName, NO_BPF_ARM},
-    Mode, Proto, Row, RunDoc, XdpMode,
+    CpuFlags, Mode, Proto, Row, RunDoc, XdpMode,
 };
 
 /// An arm must beat untuned by at least this (median) to be worth deploying.
@@ -73,19 +73,23 @@ fn command(run: &RunDoc, arm: ArmName, rows: &[&Row]) -> Option<String> {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    Some(match arm.mode {
-        Mode::Rps => format!("rxsteer install --iface {iface} --steer rps --cpus {cpus}"),
-        Mode::Cpumap => {
-            let xdp = rows
-                .iter()
-                .find_map(|r| r.xdp_mode)
-                .map_or("auto", XdpMode::as_str);
-            format!(
-                "rxsteer install --iface {iface} --steer cpumap --http-cpus {cpus} --xdp-mode {xdp}"
-            )
-        }
-        Mode::None => return None,
-    })
+    let mode = arm.mode;
+    // A mode without a tuning (untuned) has nothing to keep in place.
+    mode.steering().tuning?;
+    let mut command = format!("rxsteer install --iface {iface} --steer {mode}");
+    match mode.steering().cpus {
+        CpuFlags::Nothing => {}
+        CpuFlags::List => command.push_str(&format!(" --cpus {cpus}")),
+        CpuFlags::PerClass => command.push_str(&format!(" --http-cpus {cpus}")),
+    }
+    if mode.steers_with_xdp() {
+        let xdp = rows
+            .iter()
+            .find_map(|r| r.xdp_mode)
+            .map_or("auto", XdpMode::as_str);
+        command.push_str(&format!(" --xdp-mode {xdp}"));
+    }
+    Some(command)
 }
 
 /// The most common limit the arm's loads were given.

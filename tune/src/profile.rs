@@ -1,11 +1,12 @@
-//! Profiles: what each steering mode wants the host to look like.
+//! Profiles: what each steering mode wants the host to look like, from its
+//! [`Tuning`](rxsteer_records::Tuning) (records' `steering.rs`).
 //!
-//! - `rps`: the reference tune.sh: RPS on every RX queue (mask of the chosen CPUs), RFS
-//!   (`rps_flow_cnt` per queue, `rps_sock_flow_entries`), XPS on every TX queue, and the
-//!   reference sysctls.
-//! - `cpumap`: the same sysctls with RPS, RFS and XPS off. With RPS on, packets cpumap already
-//!   moved would be steered a second time.
-//! - `none`: nothing to apply: everything goes back to the snapshot (revert).
+//! - RPS on every RX queue (mask of the chosen CPUs), RFS (`rps_flow_cnt` per queue,
+//!   `rps_sock_flow_entries`) and XPS on every TX queue where the mode turns them on, else
+//!   off (0, an empty mask); then the reference sysctls. `rps` is the reference tune.sh; cpumap
+//!   turns all three off.
+//! - A mode with no tuning (`none`) has nothing to apply: everything goes back to the snapshot
+//!   (revert).
 use std::path::{Path, PathBuf};
 
 use crate::{
@@ -70,15 +71,14 @@ fn unreadable(path: &Path) -> bool {
 }
 
 pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
-    if p == Mode::None {
+    let Some(tuning) = p.steering().tuning else {
         return Vec::new();
-    }
+    };
     let mut out = Vec::new();
-    let rps_on = p == Mode::Rps;
-    let mask = cpumask(if rps_on { &input.cpus } else { &[] }, input.nr_cpu_ids);
+    let mask_if = |on: bool| cpumask(if on { &input.cpus } else { &[] }, input.nr_cpu_ids);
     let rx = queues(input, "rx-");
     // The kernel's advice: the global flow table divided among the RX queues.
-    let flow_cnt = if rps_on {
+    let flow_cnt = if tuning.rfs {
         (RFS_FLOW_ENTRIES / rx.len().max(1) as u32).min(65536)
     } else {
         0
@@ -93,13 +93,13 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
         }
     };
     for q in &rx {
-        out.push(file(q, "rps_cpus", mask.clone()));
+        out.push(file(q, "rps_cpus", mask_if(tuning.rps)));
         out.push(file(q, "rps_flow_cnt", flow_cnt.to_string()));
     }
     for q in queues(input, "tx-") {
-        out.push(file(&q, "xps_cpus", mask.clone()));
+        out.push(file(&q, "xps_cpus", mask_if(tuning.xps)));
     }
-    let rfs = if rps_on { RFS_FLOW_ENTRIES } else { 0 };
+    let rfs = if tuning.rfs { RFS_FLOW_ENTRIES } else { 0 };
     let sysctls = std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))
         .chain(REFERENCE.iter().map(|&(n, v, s)| (n, v.to_string(), s)));
     for (name, value, scope) in sysctls {

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 
 use rxsteer_dataplane::{
     sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSet, SteerSets,
-    XdpModeChoice, MAX_QSIZE, RX_ACCOUNT, STEER,
+    XdpModeChoice, MAX_QSIZE, RX_ACCOUNT,
 };
 
 use crate::{
@@ -17,7 +17,7 @@ use crate::{
     signals::stop_on_signals,
     top::{attach_observer, observe, say_observed, Output, TopArgs},
 };
-use rxsteer_records::{Mode, Observed, Observer, XdpMode};
+use rxsteer_records::{CpuFlags, Mode, Observed, Observer, XdpMode};
 use rxsteer_tune::cpus::online_cpus;
 
 #[derive(clap::Args, Debug)]
@@ -39,16 +39,11 @@ pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
     let o = &args.observe;
     check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
     let online = online_cpus()?;
-    if args.steer != Mode::Cpumap {
-        for (flag, v) in args.cpus.cpumap_flags() {
-            if v.is_some() {
-                bail!("{flag} only applies to --steer cpumap");
-            }
-        }
+    args.cpus
+        .check_for(args.steer)
+        .map_err(anyhow::Error::msg)?;
+    if args.steer.steering().cpus != CpuFlags::PerClass {
         return Ok(SteerSets::default());
-    }
-    if args.cpus.cpus.is_some() {
-        bail!("--cpus only applies to --steer rps (use --http-cpus / --zap-cpus for cpumap)");
     }
     if args.qsize == 0 || args.qsize > MAX_QSIZE {
         bail!("--qsize {} is out of range (1-{MAX_QSIZE})", args.qsize);
@@ -107,7 +102,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     if let (Some(dp), Some(_)) = (dp.as_mut(), steer_mode) {
         dp.fill_cpumap(&sets, args.qsize, frags)?;
     }
-    let (how, program) = attach_programs(dp.as_mut(), o, steer_mode, frags)?;
+    let steer = args.steer.steering().xdp_program.zip(steer_mode);
+    let (how, program) = attach_programs(dp.as_mut(), o, steer, frags)?;
     // The baseline before the line that says observing has begun (see top).
     let sampler = Sampler::new(
         dp.as_mut().map(Dataplane::take_counters).transpose()?,
@@ -146,15 +142,18 @@ fn load_dataplane(
     sets: &SteerSets,
 ) -> Result<(Option<Dataplane>, Option<XdpMode>, bool)> {
     let o = &args.observe;
-    if o.observer == ObserverChoice::Off && args.steer == Mode::Cpumap {
-        bail!("--observer off: cpumap steering is itself a BPF program; use --observer auto");
+    if o.observer == ObserverChoice::Off && args.steer.steers_with_xdp() {
+        bail!(
+            "--observer off: {} steering is itself a BPF program; use --observer auto",
+            args.steer
+        );
     }
     let mut dp = match o.observer {
         ObserverChoice::Off => None,
         _ => Some(Dataplane::load_with(ports, sets)?),
     };
     let (steer_mode, frags) = match dp.as_mut() {
-        Some(dp) if args.steer == Mode::Cpumap => {
+        Some(dp) if args.steer.steers_with_xdp() => {
             let mode = dp
                 .resolve_xdp_mode(&o.iface, o.xdp_mode)
                 .map_err(crate::top::xdp_mode_error(o.xdp_mode))?;
@@ -176,19 +175,20 @@ fn steering_line(
     sets: &SteerSets,
     input: &rxsteer_tune::ProfileInput,
 ) -> String {
-    match args.steer {
-        Mode::Cpumap => format!(
-            "cpumap (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
+    let mode = args.steer;
+    match mode.steering().cpus {
+        CpuFlags::PerClass => format!(
+            "{mode} (HTTP -> {}, ZAP -> {}, other -> {}, qsize {})",
             show_set(&sets.http),
             show_set(&sets.zap),
             show_set(&sets.other),
             args.qsize
         ),
-        Mode::Rps => format!(
-            "rps (CPUs {})",
+        CpuFlags::List => format!(
+            "{mode} (CPUs {})",
             rxsteer_tune::cpus::format_cpu_list(&input.cpus)
         ),
-        Mode::None => "none".to_string(),
+        CpuFlags::Nothing => mode.to_string(),
     }
 }
 
@@ -201,13 +201,14 @@ fn set_flag(set: SteerSet) -> &'static str {
     }
 }
 
-/// Applies the tuning of `steer` (none: back to the snapshot) and says what it wrote.
+/// Applies the tuning of `steer` (a mode without one: back to the snapshot) and says what it
+/// wrote.
 fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<TuneGuard>> {
-    if steer == Mode::None {
+    if steer.steering().tuning.is_none() {
         let restored = rxsteer_tune::revert(&host::state_path()?)?;
         if !restored.is_empty() {
             eprintln!(
-                "rxsteer: none: {} value(s) back to the snapshot",
+                "rxsteer: {steer}: {} value(s) back to the snapshot",
                 restored.len()
             );
         }
@@ -221,27 +222,27 @@ fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<Tu
     Ok(Some(g))
 }
 
-/// Attaches what counts where the driver received: cpumap's steering program (`steer_mode`
-/// is its resolved XDP mode), else the observer `o` asks for; nothing without a Dataplane.
+/// Attaches what counts where the driver received: the mode's steering program in its
+/// resolved XDP mode (`steer`), else the observer `o` asks for; nothing without a Dataplane.
 fn attach_programs(
     dp: Option<&mut Dataplane>,
     o: &TopArgs,
-    steer_mode: Option<XdpMode>,
+    steer: Option<(&'static str, XdpMode)>,
     frags: bool,
 ) -> Result<(Observed, &'static str)> {
     let Some(dp) = dp else {
         return Ok((Observed::no_bpf(), RX_ACCOUNT));
     };
-    let (observer, xdp_mode, program) = match steer_mode {
-        Some(mode) => {
+    let (observer, xdp_mode, program) = match steer {
+        Some((program, mode)) => {
             let asked = match mode {
                 XdpMode::Drv => XdpModeChoice::Drv,
                 XdpMode::Skb => XdpModeChoice::Skb,
             };
             let m = dp
-                .attach_xdp(STEER, frags, &o.iface, asked)
+                .attach_xdp(program, frags, &o.iface, asked)
                 .map_err(crate::top::xdp_mode_error(asked))?;
-            (Observer::Xdp, Some(m), STEER)
+            (Observer::Xdp, Some(m), program)
         }
         None => {
             let (obs, m) = attach_observer(dp, &o.iface, o.observer, o.xdp_mode, frags)?;
@@ -265,7 +266,7 @@ const SKB_CPUMAP_FRAGS: &str = "frags-aware programs with cpumap in skb mode: on
      cannot connect";
 
 fn frags_for(steer: Mode, mode: XdpMode, asked: FragsChoice, usable: bool) -> Result<bool> {
-    if steer != Mode::Cpumap || mode != XdpMode::Skb || !usable {
+    if !steer.steers_with_xdp() || mode != XdpMode::Skb || !usable {
         return Ok(usable);
     }
     if asked == FragsChoice::On {

@@ -1,5 +1,7 @@
 //! CPU lists as command-line values (`0-3,8`). A newtype, so one flag occurrence holds the
 //! whole list (clap would otherwise read a `Vec` as repeated values).
+use rxsteer_records::{CpuFlags, Mode, Steering};
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<u32>);
 
@@ -29,17 +31,55 @@ pub struct SteerCpus {
 }
 
 impl SteerCpus {
-    /// The cpumap flags given, by name.
-    pub fn cpumap_flags(&self) -> [(&'static str, &Option<CpuList>); 3] {
+    /// Each flag, the modes that take it, and whether it was given.
+    fn given(&self) -> [(&'static str, CpuFlags, bool); 4] {
         [
-            ("--http-cpus", &self.http_cpus),
-            ("--zap-cpus", &self.zap_cpus),
-            ("--other-cpus", &self.other_cpus),
+            ("--cpus", CpuFlags::List, self.cpus.is_some()),
+            ("--http-cpus", CpuFlags::PerClass, self.http_cpus.is_some()),
+            ("--zap-cpus", CpuFlags::PerClass, self.zap_cpus.is_some()),
+            (
+                "--other-cpus",
+                CpuFlags::PerClass,
+                self.other_cpus.is_some(),
+            ),
         ]
+    }
+
+    /// Refuses a CPU flag `mode` does not take, naming the modes that do.
+    pub fn check_for(&self, mode: Mode) -> Result<(), String> {
+        let takes = mode.steering().cpus;
+        let Some((flag, kind, _)) = self.given().into_iter().find(|&(_, k, g)| g && k != takes)
+        else {
+            return Ok(());
+        };
+        let its: Vec<&str> = self
+            .given()
+            .into_iter()
+            .filter(|&(_, k, _)| k == takes)
+            .map(|(f, _, _)| f)
+            .collect();
+        let its = match its.as_slice() {
+            [] => "no CPU flag".to_string(),
+            flags => flags.join(", "),
+        };
+        Err(format!(
+            "{flag} only applies to --steer {}; --steer {mode} takes {its}",
+            modes_where(|s| s.cpus == kind)
+        ))
     }
 
     /// `--cpus` as a slice, for the profile input.
     pub fn rps(&self) -> Option<&[u32]> {
         self.cpus.as_ref().map(|c| c.0.as_slice())
     }
+}
+
+/// The names of the modes whose steering is `pick`, for "only applies to --steer ...".
+pub fn modes_where(pick: impl Fn(&Steering) -> bool) -> String {
+    let names: Vec<&str> = Mode::ALL
+        .iter()
+        .filter(|m| pick(m.steering()))
+        .map(|m| m.as_str())
+        .collect();
+    names.join(" or ")
 }

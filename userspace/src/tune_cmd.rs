@@ -13,11 +13,17 @@ use crate::{
 use rxsteer_records::Mode;
 use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
 
-/// A profile that sets something: rps or cpumap.
+/// A profile that sets something: a mode with a tuning (rps, cpumap).
 pub fn steering_profile(s: &str) -> Result<Mode, String> {
     match s.parse::<Mode>() {
-        Ok(Mode::None) | Err(_) => Err(format!("{s:?} is not a profile: expected rps or cpumap")),
-        Ok(m) => Ok(m),
+        Ok(m) if m.steering().tuning.is_some() => Ok(m),
+        _ => Err(format!(
+            "{s:?} is not a profile: expected {}",
+            Mode::profiles()
+                .map(Mode::as_str)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
     }
 }
 

@@ -2,7 +2,10 @@
 use anyhow::{bail, Result};
 use std::{path::PathBuf, time::Duration};
 
-use super::load::{self, LoaderArg};
+use super::{
+    load::{self, LoaderArg},
+    several::{several, Several},
+};
 use crate::top::parse_interval;
 use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
 use rxsteer_records::{
@@ -51,10 +54,10 @@ impl Arm {
         arm
     }
 
-    /// Whether an XDP program is on the interface in this arm: cpumap steers with one; the
-    /// other modes only with `--observer xdp`.
+    /// Whether an XDP program is on the interface in this arm: a mode that steers with one
+    /// (cpumap); the others only with `--observer xdp`.
     pub fn runs_xdp(&self) -> bool {
-        self.mode == Mode::Cpumap || self.observer == ObserverChoice::Xdp
+        self.mode.steers_with_xdp() || self.observer == ObserverChoice::Xdp
     }
 
     /// The untuned arm with no BPF at all, which every comparison runs.
@@ -70,56 +73,14 @@ impl Arm {
     }
 }
 
-/// `--xdp-frags` of the comparison: one choice for every arm, or both side by side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FragsArg {
-    /// The frags-aware programs where the kernel accepts them.
-    Auto,
-    /// The frags-aware programs, or refuse.
-    On,
-    /// The plain programs (skb mode then linearises every non-linear packet first).
-    Off,
-    /// Every arm with the frags-aware programs and with the plain ones.
-    Both,
-}
-
-/// `--xdp-mode` of the comparison: one attach mode, or both side by side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum XdpArg {
-    /// Driver mode where the interface has it, else skb mode (the report says which ran).
-    Auto,
-    /// Native (driver) XDP; refused on an interface without it.
-    Drv,
-    /// Generic (skb) XDP: after the RX core built and GRO'd each packet, as on a NIC whose
-    /// driver has no native XDP (the GB10's r8169).
-    Skb,
-    /// Every steering mode in drv and in skb mode.
-    Both,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SteerArg {
-    None,
-    Rps,
-    Cpumap,
-    All,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtoArg {
-    Http,
-    Zap,
-    Both,
-}
-
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// Steering modes to compare (all: untuned, RPS, cpumap).
-    #[arg(long, value_enum, default_value = "all")]
-    pub steer: SteerArg,
+    /// Steering modes to compare.
+    #[arg(long, default_value = "all", value_parser = several("all", "Every mode side by side", Mode::ALL, &[]))]
+    pub steer: Several<Mode>,
     /// Protocols to drive in each mode.
-    #[arg(long, value_enum, default_value = "both")]
-    pub proto: ProtoArg,
+    #[arg(long, default_value = "both", value_parser = several("both", "HTTP and ZAP", Proto::ALL, &[]))]
+    pub proto: Several<Proto>,
     /// Request each connection sends (rpc: JSON over HTTP, the native record over ZAP).
     #[arg(long, value_enum, default_value = "health")]
     pub scenario: Scenario,
@@ -133,8 +94,13 @@ pub struct CompareArgs {
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub xdp_mode: XdpArg,
+    #[arg(long, default_value = "auto", value_parser = several(
+        "both",
+        "Every steering mode in drv and in skb mode",
+        &[XdpModeChoice::Drv, XdpModeChoice::Skb],
+        &[],
+    ))]
+    pub xdp_mode: Several<XdpModeChoice>,
     /// How the untuned and RPS arms count where the driver received: auto and tracepoint use
     /// the receive tracepoints (no XDP program on the interface, as the user runs those
     /// set-ups); xdp attaches the observe-only XDP program in each arm's XDP mode, which in
@@ -142,16 +108,29 @@ pub struct CompareArgs {
     /// run also measures untuned with no BPF at all, so the observer's cost is in the report.
     /// all: untuned observed every way side by side (tracepoints, and XDP in each
     /// --xdp-mode), what `cargo xtask bench observer` measures.
-    #[arg(long, default_value = "auto", value_parser = observer_arg)]
-    pub observer: Observers,
+    #[arg(long, default_value = "auto", value_parser = several(
+        "all",
+        "Untuned observed every way: tracepoints, and XDP in each --xdp-mode",
+        &[ObserverChoice::Tracepoint, ObserverChoice::Xdp],
+        // off is what the no-BPF arm runs, not a choice for all.
+        &[ObserverChoice::Off],
+    ))]
+    pub observer: Several<ObserverChoice>,
     /// The tc witnesses of every arm (`attach --tc`): TCX links where the kernel has them,
     /// else a clsact qdisc of rxsteer's own; clsact forces the qdisc (kernels before 6.6).
     #[arg(long, value_enum, default_value = "auto")]
     pub tc: TcChoice,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them); both runs every
     /// arm with and without them.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub xdp_frags: FragsArg,
+    #[arg(long, default_value = "auto", value_parser = several(
+        "both",
+        "Every arm with the frags-aware programs and with the plain ones",
+        // auto, not on: cpumap in skb mode falls back to the plain programs (attach says
+        // why) instead of refusing, and each row records which ran.
+        &[FragsChoice::Auto, FragsChoice::Off],
+        &[],
+    ))]
+    pub xdp_frags: Several<FragsChoice>,
     /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds), 200ms to 1h.
     #[arg(long, short = 'd', default_value = "5s", value_parser = parse_measured)]
     pub duration: Duration,
@@ -208,27 +187,6 @@ pub struct CompareArgs {
     pub roles: crate::lab::RoleArgs,
 }
 
-/// The observers a comparison's arms run with: one, or (`all`) each side by side.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observers(pub Vec<ObserverChoice>);
-
-/// `--observer` of a comparison: `off` is what the no-BPF arm runs, not a choice for all.
-fn observer_arg(s: &str) -> Result<Observers, String> {
-    let one = |o| Ok(Observers(vec![o]));
-    match s {
-        "auto" => one(ObserverChoice::Auto),
-        "tracepoint" => one(ObserverChoice::Tracepoint),
-        "xdp" => one(ObserverChoice::Xdp),
-        "all" => Ok(Observers(vec![
-            ObserverChoice::Tracepoint,
-            ObserverChoice::Xdp,
-        ])),
-        _ => Err(format!(
-            "{s:?} is not an observer: expected auto, tracepoint, xdp or all"
-        )),
-    }
-}
-
 /// Requests per second for --rate: 1 to 10 million.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -261,32 +219,15 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 impl CompareArgs {
     pub fn modes(&self) -> Vec<Mode> {
-        match self.steer {
-            SteerArg::None => vec![Mode::None],
-            SteerArg::Rps => vec![Mode::Rps],
-            SteerArg::Cpumap => vec![Mode::Cpumap],
-            SteerArg::All => vec![Mode::None, Mode::Rps, Mode::Cpumap],
-        }
+        self.steer.0.clone()
     }
 
     pub fn xdp_modes(&self) -> Vec<XdpModeChoice> {
-        match self.xdp_mode {
-            XdpArg::Auto => vec![XdpModeChoice::Auto],
-            XdpArg::Drv => vec![XdpModeChoice::Drv],
-            XdpArg::Skb => vec![XdpModeChoice::Skb],
-            XdpArg::Both => vec![XdpModeChoice::Drv, XdpModeChoice::Skb],
-        }
+        self.xdp_mode.0.clone()
     }
 
     pub fn frags(&self) -> Vec<FragsChoice> {
-        match self.xdp_frags {
-            FragsArg::Auto => vec![FragsChoice::Auto],
-            FragsArg::On => vec![FragsChoice::On],
-            FragsArg::Off => vec![FragsChoice::Off],
-            // auto, not on: cpumap in skb mode falls back to the plain programs (attach says
-            // why) instead of refusing, and each row records which ran.
-            FragsArg::Both => vec![FragsChoice::Auto, FragsChoice::Off],
-        }
+        self.xdp_frags.0.clone()
     }
 
     /// Every arm: each steering mode in each XDP mode, with each frags choice, where that
@@ -334,11 +275,7 @@ impl CompareArgs {
     }
 
     pub fn protos(&self) -> Vec<Proto> {
-        match self.proto {
-            ProtoArg::Http => vec![Proto::Http],
-            ProtoArg::Zap => vec![Proto::Zap],
-            ProtoArg::Both => vec![Proto::Http, Proto::Zap],
-        }
+        self.proto.0.clone()
     }
 
     pub fn check(&self) -> Result<()> {

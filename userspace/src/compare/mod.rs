@@ -11,12 +11,14 @@ mod load;
 mod merge;
 mod screen;
 mod session;
+mod several;
 mod sites;
 mod ssh;
 mod watch;
 mod witness;
 
-pub use args::{Arm, CompareArgs, Observers, ProtoArg, SteerArg, XdpArg};
+pub use args::{Arm, CompareArgs};
+pub use several::Several;
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};

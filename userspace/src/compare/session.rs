@@ -16,8 +16,52 @@ use crate::{
     ports::{HTTP_PORT, ZAP_PORT},
 };
 use rxsteer_records::SampleLine;
-use rxsteer_records::{Mode, Proto, ServerIo};
+use rxsteer_records::{CpuFlags, Proto, ServerIo};
 use rxsteer_tune::cpus::format_cpu_list;
+
+/// `rxsteer attach`'s flags for `arm` during `proto`'s load: the arm's mode, observer and
+/// XDP choices, and its CPU flag given the lab's steering targets (cpumap steers only
+/// `proto`'s class).
+fn attach_args(
+    dev: &str,
+    targets: &[u32],
+    arm: Arm,
+    proto: Proto,
+    interval: Duration,
+    tc: rxsteer_dataplane::TcChoice,
+) -> Vec<String> {
+    let targets = format_cpu_list(targets);
+    let mut args: Vec<String> = vec![
+        "attach".into(),
+        "--iface".into(),
+        dev.into(),
+        "--steer".into(),
+        arm.mode.as_str().into(),
+        "--json".into(),
+        "--xdp-mode".into(),
+        arm.xdp.as_str().into(),
+        "--xdp-frags".into(),
+        arm.frags.as_str().into(),
+        "--interval".into(),
+        format!("{}ms", interval.as_millis()),
+        "--observer".into(),
+        arm.observer.as_str().into(),
+        "--tc".into(),
+        tc.as_str().into(),
+    ];
+    match arm.mode.steering().cpus {
+        CpuFlags::PerClass => args.extend([
+            match proto {
+                Proto::Http => "--http-cpus".into(),
+                Proto::Zap => "--zap-cpus".into(),
+            },
+            targets,
+        ]),
+        CpuFlags::List => args.extend(["--cpus".into(), targets]),
+        CpuFlags::Nothing => {}
+    }
+    args
+}
 
 pub struct ModeSession {
     attach: Child,
@@ -38,36 +82,14 @@ impl ModeSession {
     ) -> Result<Self> {
         let mode = arm.mode;
         let me = std::env::current_exe()?;
-        let targets = format_cpu_list(&site.steer_targets);
-        let mut args: Vec<String> = vec![
-            "attach".into(),
-            "--iface".into(),
-            site.server_dev.clone(),
-            "--steer".into(),
-            mode.as_str().into(),
-            "--json".into(),
-            "--xdp-mode".into(),
-            arm.xdp.as_str().into(),
-            "--xdp-frags".into(),
-            arm.frags.as_str().into(),
-            "--interval".into(),
-            format!("{}ms", interval.as_millis()),
-            "--observer".into(),
-            arm.observer.as_str().into(),
-            "--tc".into(),
-            tc.as_str().into(),
-        ];
-        match mode {
-            Mode::Cpumap => args.extend([
-                match proto {
-                    Proto::Http => "--http-cpus".into(),
-                    Proto::Zap => "--zap-cpus".into(),
-                },
-                targets,
-            ]),
-            Mode::Rps => args.extend(["--cpus".into(), targets]),
-            Mode::None => {}
-        }
+        let args = attach_args(
+            &site.server_dev,
+            &site.steer_targets,
+            arm,
+            proto,
+            interval,
+            tc,
+        );
         let mut attach = child::command_at(site.ns(), &me)
             .args(&args)
             .stdin(Stdio::null())
@@ -153,4 +175,56 @@ fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<SampleLine>> {
         }
     });
     Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attach_cmd::{self, AttachArgs};
+    use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
+    use rxsteer_records::Mode;
+
+    #[derive(clap::Parser)]
+    struct Attach {
+        #[command(flatten)]
+        a: AttachArgs,
+    }
+
+    /// Every mode's arm, for each protocol, is a command line attach takes and validates: a
+    /// new mode's steering needs no edit here.
+    #[test]
+    fn every_modes_arm_is_an_attach_that_validates() {
+        let target = *rxsteer_tune::cpus::online_cpus().unwrap().last().unwrap();
+        for &mode in Mode::ALL {
+            for &proto in Proto::ALL {
+                let arm = Arm {
+                    mode,
+                    xdp: XdpModeChoice::Skb,
+                    frags: FragsChoice::Auto,
+                    observer: ObserverChoice::Auto,
+                    per_xdp_mode: false,
+                    per_frags: false,
+                };
+                let argv = attach_args(
+                    "veth0",
+                    &[target],
+                    arm,
+                    proto,
+                    Duration::from_millis(500),
+                    TcChoice::Auto,
+                );
+                let parsed = <Attach as clap::Parser>::try_parse_from(&argv)
+                    .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                assert_eq!(parsed.a.steer, mode);
+                let sets = attach_cmd::validate(&parsed.a).unwrap();
+                if mode.steering().cpus == CpuFlags::PerClass {
+                    let class = match proto {
+                        Proto::Http => &sets.http,
+                        Proto::Zap => &sets.zap,
+                    };
+                    assert_eq!(class, &[target], "{argv:?}");
+                }
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@ use std::{
 
 use crate::{
     attach_cmd::{self, AttachArgs},
-    cpu_arg::{CpuList, SteerCpus},
+    cpu_arg::{modes_where, CpuList, SteerCpus},
     host, iface, privilege,
     privilege::Cap,
     tune_cmd::steering_profile,
@@ -95,7 +95,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
         steer: a.steer,
         flags,
     };
-    if a.steer == Mode::Cpumap {
+    if a.steer.steers_with_xdp() {
         // The unit's own command, parsed and checked as attach will at boot.
         #[derive(clap::Parser)]
         struct Attach {
@@ -108,9 +108,17 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
             .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))?;
         attach_cmd::validate(&parsed.a)?;
     } else {
-        // rps takes `--cpus` alone; every other flag is cpumap's.
-        if let Some((flag, _)) = ask.flags.iter().find(|(f, _)| *f != "--cpus") {
-            bail!("{flag} only applies to --steer cpumap");
+        // A tuning takes its CPU flag alone; --qsize and --xdp-mode are for XDP steering.
+        a.cpus.check_for(a.steer).map_err(anyhow::Error::msg)?;
+        if let Some((flag, _)) = ask
+            .flags
+            .iter()
+            .find(|(f, _)| ["--qsize", "--xdp-mode"].contains(f))
+        {
+            bail!(
+                "{flag} only applies to --steer {}",
+                modes_where(|s| s.xdp_program.is_some())
+            );
         }
         host::profile_input(&a.iface, a.cpus.rps())?;
     }
@@ -457,14 +465,14 @@ fn status_of(
             c.target
         )?;
     }
-    if rec.steer == Mode::Cpumap {
+    if rec.steer.steers_with_xdp() {
         let xdp = crate::netns::xdp_attached_here(&rec.iface)?;
         writeln!(
             out,
             "  XDP on {}: {}",
             rec.iface,
-            xdp.as_deref()
-                .unwrap_or("none (cpumap steering is not attached)")
+            xdp.clone()
+                .unwrap_or_else(|| format!("none ({} steering is not attached)", rec.steer))
         )?;
         ok &= xdp.is_some();
     }

@@ -1,16 +1,18 @@
 //! The systemd unit that keeps a steering in place at every boot: its name, its commands and
 //! its text. One unit per interface.
 //!
-//! - `rps`: a oneshot with `RemainAfterExit`: `ExecStart` is `rxsteer tune apply` (snapshot,
-//!   then RPS/RFS/XPS and the reference sysctls), `ExecStop` is `rxsteer tune revert` (the
-//!   snapshot back, byte for byte). Nothing stays running.
-//! - `cpumap`: a long-running `rxsteer attach --steer cpumap` without a view, one summary line
-//!   a minute to the journal. Chosen over an XDP link pinned in bpffs by a oneshot because
-//!   attach already owns everything cpumap needs and undoes it on SIGTERM (the tuning, the XDP
-//!   and tc programs, the cpumap): a pinned link would outlive a crash with nobody to report
-//!   on it or take it back, where a crashed attach is restarted by systemd and its next start
-//!   restores what the crash left (the state file), and the journal shows where the frames
-//!   went minute by minute.
+//! What kind of unit follows from the mode's steering (records' `steering.rs`):
+//!
+//! - a tuning (`rps`): a oneshot with `RemainAfterExit`: `ExecStart` is `rxsteer tune apply`
+//!   (snapshot, then the profile's values), `ExecStop` is `rxsteer tune revert` (the snapshot
+//!   back, byte for byte). Nothing stays running.
+//! - a mode that steers with an XDP program (`cpumap`): a long-running `rxsteer attach
+//!   --steer cpumap` without a view, one summary line a minute to the journal. Chosen over an
+//!   XDP link pinned in bpffs by a oneshot because attach already owns everything cpumap
+//!   needs and undoes it on SIGTERM (the tuning, the XDP and tc programs, the cpumap): a
+//!   pinned link would outlive a crash with nobody to report on it or take it back, where a
+//!   crashed attach is restarted by systemd and its next start restores what the crash left
+//!   (the state file), and the journal shows where the frames went minute by minute.
 use rxsteer_records::Mode;
 
 /// Where the unit file goes (systemd's directory for units the administrator installs).
@@ -62,40 +64,42 @@ pub fn device_unit(iface: &str) -> String {
 }
 
 impl Ask {
+    /// Whether the steering needs a process that holds it: a mode that steers with its own
+    /// XDP program runs `attach` for as long as the unit is up; a tuning is applied once.
+    fn long_running(&self) -> bool {
+        self.steer.steers_with_xdp()
+    }
+
     /// The unit's main command, after the binary.
     pub fn exec_start(&self) -> Vec<String> {
-        let mut argv: Vec<String> = match self.steer {
-            Mode::Cpumap => ["attach", "--iface", &self.iface, "--steer", "cpumap"]
-                .map(String::from)
-                .to_vec(),
-            _ => ["tune", "apply", "--iface", &self.iface, "--profile", "rps"]
-                .map(String::from)
-                .to_vec(),
+        let (iface, mode) = (self.iface.as_str(), self.steer.as_str());
+        let command: &[&str] = if self.long_running() {
+            &["attach", "--iface", iface, "--steer", mode]
+        } else {
+            &["tune", "apply", "--iface", iface, "--profile", mode]
         };
+        let mut argv: Vec<String> = command.iter().map(|a| a.to_string()).collect();
         for (flag, value) in &self.flags {
             argv.push(flag.to_string());
             argv.push(value.clone());
         }
-        if self.steer == Mode::Cpumap {
+        if self.long_running() {
             argv.extend(["--interval".into(), LOG_EVERY.into()]);
         }
         argv
     }
 
-    /// The command that takes it back: rps's revert; cpumap's attach undoes itself on the
+    /// The command that takes it back: a tuning's revert; attach undoes itself on the
     /// SIGTERM systemd sends.
     pub fn exec_stop(&self) -> Option<Vec<String>> {
-        (self.steer != Mode::Cpumap).then(|| vec!["tune".into(), "revert".into()])
+        (!self.long_running()).then(|| vec!["tune".into(), "revert".into()])
     }
 
     /// The unit file's text.
     pub fn unit_text(&self) -> String {
         let dev = device_unit(&self.iface);
         let line = |argv: &[String]| format!("{BINARY} {}", argv.join(" "));
-        let what = match self.steer {
-            Mode::Cpumap => "XDP cpumap steering (RPS, RFS and XPS off)",
-            _ => "RPS/RFS/XPS and the reference sysctls",
-        };
+        let what = self.steer.steering().summary;
         let mut s = format!(
             "# Written by `rxsteer install`; `rxsteer uninstall` removes it. Do not edit: install\n\
              # again with other flags instead.\n\
@@ -181,5 +185,32 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("BindsTo=sys-subsystem-net-devices-eth0.device"));
+    }
+
+    /// Every mode that can be installed gets a unit whose commands rxsteer takes: a new
+    /// mode's unit needs no edit here.
+    #[test]
+    fn every_profiles_unit_runs_commands_rxsteer_takes() {
+        #[derive(clap::Parser)]
+        enum Cli {
+            Attach(crate::attach_cmd::AttachArgs),
+            #[command(subcommand)]
+            Tune(crate::tune_cmd::TuneCmd),
+        }
+        for mode in Mode::profiles() {
+            let ask = Ask {
+                iface: "eth0".into(),
+                steer: mode,
+                flags: Vec::new(),
+            };
+            let commands = std::iter::once(ask.exec_start()).chain(ask.exec_stop());
+            for argv in commands {
+                let line = std::iter::once("rxsteer".to_string()).chain(argv.clone());
+                if let Err(e) = <Cli as clap::Parser>::try_parse_from(line) {
+                    panic!("{mode}: {argv:?}: {e}");
+                }
+            }
+            assert!(ask.unit_text().contains(mode.steering().summary));
+        }
     }
 }
