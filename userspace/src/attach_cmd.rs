@@ -15,7 +15,7 @@ use crate::{
     ports::check_disjoint,
     privilege,
     signals::stop_on_signals,
-    top::{attach_observer, observe, say_observed, Output, TopArgs},
+    top::{attach_observer, say_observed, TopArgs},
 };
 use rxsteer_records::{CpuFlags, Mode, Observed, Observer, XdpMode};
 use rxsteer_tune::cpus::online_cpus;
@@ -116,12 +116,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         o.xdp_mode,
         &steering_line(args, &sets, &input),
     );
-    let output = Output {
-        iface: &o.iface,
-        how,
-        json: o.json,
-    };
-    let shown = observe(sampler, o.interval, o.count, &output, &stop);
+    let shown = o.show(sampler, how, &stop);
     drop(dp);
     if let Some(g) = guard {
         let restored = g.revert()?;

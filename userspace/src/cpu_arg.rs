@@ -1,5 +1,7 @@
 //! CPU lists as command-line values (`0-3,8`). A newtype, so one flag occurrence holds the
-//! whole list (clap would otherwise read a `Vec` as repeated values).
+//! whole list (clap would otherwise read a `Vec` as repeated values). And the CPU flags of
+//! `attach` and `install`, each refused where the steering mode does not take it (a mode's
+//! `CpuFlags` says which it takes).
 use rxsteer_records::{CpuFlags, Mode, Steering};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

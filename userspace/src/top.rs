@@ -180,14 +180,21 @@ pub fn run(args: &TopArgs) -> Result<()> {
     // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
     let (dp, how, sampler) = observe_only(args, &ports)?;
     say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
-    let output = Output {
-        iface: &args.iface,
-        how,
-        json: args.json,
-    };
-    let shown = observe(sampler, args.interval, args.count, &output, &stop);
+    let shown = args.show(sampler, how, &stop);
     drop(dp);
     shown
+}
+
+impl TopArgs {
+    /// [`observe`] as these flags ask: their interval, count, interface and output.
+    pub fn show(&self, sampler: Sampler, how: Observed, stop: &Arc<AtomicBool>) -> Result<()> {
+        let output = Output {
+            iface: &self.iface,
+            how,
+            json: self.json,
+        };
+        observe(sampler, self.interval, self.count, &output, stop)
+    }
 }
 
 /// Loads and attaches what `args.observer` says (nothing at all for `off`), and takes the
