@@ -208,6 +208,16 @@ names! {
 }
 
 names! {
+    /// Where the load generator runs on a predicted machine (`predict --loader`).
+    LoaderPlace, "loader place" {
+        /// Other machines: its CPU and its receive of the replies cost this box nothing.
+        Remote = "remote",
+        /// On the box itself, sharing its CPUs.
+        Local = "local",
+    }
+}
+
+names! {
     /// Which part of a load a line or sample belongs to.
     Phase, "phase" {
         Warmup = "warmup",

@@ -28,14 +28,8 @@ use std::{fmt::Write as _, path::Path};
 
 use crate::table::Table;
 
-/// Where the load generator runs on the predicted machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoaderPlace {
-    /// Other machines: its CPU and its receive of the replies cost this box nothing.
-    Remote,
-    /// On the box itself, sharing its CPUs.
-    Local,
-}
+/// Where the load generator runs on the predicted machine (`predict --loader`).
+pub use rxsteer_records::LoaderPlace;
 
 /// One arm's cost per request and stage, in microseconds of CPU, mean over repetitions.
 #[derive(Clone, Debug, PartialEq)]

@@ -65,16 +65,10 @@ struct PredictArgs {
     rx_cpu: Option<u32>,
     /// Where the load generator runs on the predicted box.
     #[arg(long, value_enum, default_value = "remote")]
-    loader: LoaderArg,
+    loader: rxsteer_records::LoaderPlace,
     /// Another stored run (e.g. an open-loop --rate run) to check the fitted costs against.
     #[arg(long)]
     check: Option<std::path::PathBuf>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum LoaderArg {
-    Remote,
-    Local,
 }
 
 fn main() {
@@ -104,10 +98,7 @@ fn main() {
             dir: &a.dir,
             cpus: a.cpus,
             rx_cpu: a.rx_cpu,
-            loader: match a.loader {
-                LoaderArg::Remote => rxsteer_report::predict::LoaderPlace::Remote,
-                LoaderArg::Local => rxsteer_report::predict::LoaderPlace::Local,
-            },
+            loader: a.loader,
             check: a.check.as_deref(),
         }),
     };
