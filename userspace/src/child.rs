@@ -20,6 +20,19 @@ pub fn command_at(ns: Option<&crate::netns::Netns>, program: &Path) -> Command {
     c
 }
 
+/// Runs `c` to its end and returns its stdout. Fails with `starting` as the context when it
+/// cannot start, and with `"{what} failed: <its stderr>"` when it exits non-zero.
+pub fn output_of(c: &mut Command, starting: &str, what: impl std::fmt::Display) -> Result<String> {
+    let out = c.output().with_context(|| starting.to_string())?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The child gets SIGTERM when rxsteer dies, however it dies (SIGKILL included): attach then
 /// reverts the mode and the server and load generators stop, instead of steering on as
 /// orphans. (The setting survives the exec of `ip netns exec` and of the program.)

@@ -306,19 +306,14 @@ impl EmbeddedLab {
 }
 
 fn ethtool(ns: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "ethtool"])
-        .args(args)
-        .output()
-        .context("running ethtool")?;
-    if !out.status.success() {
-        bail!(
-            "ethtool {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    crate::child::output_of(
+        Command::new("ip")
+            .args(["netns", "exec", ns, "ethtool"])
+            .args(args),
+        "running ethtool",
+        format_args!("ethtool {}", args.join(" ")),
+    )
+    .map(drop)
 }
 
 /// Writes a sysfs file of a device inside `ns`: sysfs shows the devices of the namespace it

@@ -1,25 +1,18 @@
 //! Network namespaces and veth pairs for the lab and the tests. Each namespace is deleted when
 //! its guard drops, which also destroys every interface inside it, so nothing is left behind.
 //! Names and addresses are passed to `ip` as separate arguments, never through a shell.
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::{net::Ipv4Addr, os::fd::AsRawFd, process::Command};
 
 use crate::iface::validate_name;
 
 /// Runs `ip ARGS...`, failing with its stderr.
 pub fn ip(args: &[&str]) -> Result<String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip (package iproute2)")?;
-    if !out.status.success() {
-        bail!(
-            "ip {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::child::output_of(
+        Command::new("ip").args(args),
+        "running ip (package iproute2)",
+        format_args!("ip {}", args.join(" ")),
+    )
 }
 
 /// A network namespace created by us, deleted on drop.

@@ -120,17 +120,11 @@ impl SshLoaders {
         if let Some(p) = stdin {
             c.stdin(std::fs::File::open(p)?);
         }
-        let out = c
-            .output()
-            .context("running ssh (is the OpenSSH client installed?)")?;
-        if !out.status.success() {
-            bail!(
-                "loader {d}: `{}` failed: {}",
-                remote.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        crate::child::output_of(
+            &mut c,
+            "running ssh (is the OpenSSH client installed?)",
+            format_args!("loader {d}: `{}`", remote.join(" ")),
+        )
     }
 
     /// Checks every loader and copies this host's rxload to each, before anything changes.

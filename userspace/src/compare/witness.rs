@@ -39,19 +39,20 @@ pub fn xdp_of(ip_json: &str) -> Result<Option<String>> {
 
 /// What the kernel shows attached on the site's interface now.
 pub fn read(site: &Site) -> Result<Attached> {
-    let out = child::command_at(site.ns(), Path::new("ip"))
-        .args(["-d", "-j", "link", "show", "dev", &site.server_dev])
-        .output()
-        .context("running ip -d -j link show")?;
-    if !out.status.success() {
-        bail!(
-            "ip link show dev {} failed: {}",
-            site.server_dev,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let json = child::output_of(
+        child::command_at(site.ns(), Path::new("ip")).args([
+            "-d",
+            "-j",
+            "link",
+            "show",
+            "dev",
+            &site.server_dev,
+        ]),
+        "running ip -d -j link show",
+        format_args!("ip link show dev {}", site.server_dev),
+    )?;
     Ok(Attached {
-        xdp: xdp_of(&String::from_utf8_lossy(&out.stdout))?,
+        xdp: xdp_of(&json)?,
         programs: rxsteer_dataplane::loaded_rxsteer_programs()?,
     })
 }

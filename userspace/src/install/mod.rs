@@ -165,18 +165,12 @@ fn systemctl(layout: &Layout, args: &[&str]) -> Result<()> {
     if layout.is_image() {
         c.arg(format!("--root={}", layout.root.display()));
     }
-    let out = c
-        .args(args)
-        .output()
-        .with_context(|| "running systemctl (is systemd installed?)")?;
-    if !out.status.success() {
-        bail!(
-            "systemctl {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    crate::child::output_of(
+        c.args(args),
+        "running systemctl (is systemd installed?)",
+        format_args!("systemctl {}", args.join(" ")),
+    )
+    .map(drop)
 }
 
 /// Writes the binary, the unit and the record (`cpus`: rps's `--cpus`); on any failure,
