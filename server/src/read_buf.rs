@@ -48,9 +48,7 @@ impl ReadBuf {
     ) -> io::Result<usize> {
         if self.end == self.buf.len() {
             if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
+                self.compact();
             } else if self.buf.len() < self.limit {
                 let grown = (self.buf.len() * 2).min(self.limit);
                 self.buf.resize(grown, 0);
@@ -72,9 +70,7 @@ impl ReadBuf {
     /// as a read would. `InvalidData` when they do not fit under the limit.
     pub fn append(&mut self, data: &[u8]) -> io::Result<()> {
         if self.end + data.len() > self.buf.len() && self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
+            self.compact();
         }
         let need = self.end + data.len();
         if need > self.limit {
@@ -90,6 +86,13 @@ impl ReadBuf {
         self.buf[self.end..need].copy_from_slice(data);
         self.end = need;
         Ok(())
+    }
+
+    /// Moves the unconsumed bytes to the front, making room behind them without growing.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
     }
 
     /// Everything read was used and the socket was empty at the last read: the next read
