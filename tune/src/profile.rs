@@ -43,7 +43,8 @@ pub struct ProfileInput {
     pub root: PathBuf,
 }
 
-fn under(root: &Path, abs: &Path) -> PathBuf {
+/// `abs` (a path as the booted box sees it) inside the tree rooted at `root`.
+pub fn under(root: &Path, abs: &Path) -> PathBuf {
     root.join(abs.strip_prefix("/").unwrap_or(abs))
 }
 

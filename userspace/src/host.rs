@@ -180,8 +180,25 @@ impl Drop for TuneGuard {
     }
 }
 
+/// Values changed or to be changed, as `tune apply`, `restore` and install's dry run say
+/// them: `"{before} N value(s){after}"`, then (`:`) one line per change.
+pub fn changes_said(before: &str, after: &str, changes: &[Change]) -> String {
+    let mut s = format!("{before} {} value(s){after}", changes.len());
+    if !changes.is_empty() {
+        s.push_str(":\n");
+        s.push_str(&describe(changes));
+    }
+    s
+}
+
+/// What `plan` writes, in [`changes_said`]'s words.
+pub fn writes_said(before: &str, after: &str, plan: &rxsteer_tune::Plan) -> String {
+    let writes: Vec<Change> = plan.writes().cloned().collect();
+    changes_said(before, after, &writes)
+}
+
 /// One line per change: `name: current -> target`.
-pub fn describe(changes: &[Change]) -> String {
+fn describe(changes: &[Change]) -> String {
     changes
         .iter()
         .map(|c| format!("  {}: {} -> {}", c.name, c.current.trim(), c.target.trim()))

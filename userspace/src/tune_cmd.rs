@@ -6,8 +6,7 @@ use std::io::Write;
 
 use crate::{
     cpu_arg::{cpu_list, CpuList},
-    host::{self, describe},
-    iface, privilege,
+    host, iface, privilege,
     privilege::Cap,
 };
 use rxsteer_records::Mode;
@@ -80,17 +79,8 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
                 None,
             );
             let plan = apply(&settings, &host::state_path()?, fresh, *dry_run)?;
-            let writes: Vec<_> = plan.writes().cloned().collect();
             let verb = if *dry_run { "would change" } else { "changed" };
-            writeln!(
-                out,
-                "{verb} {} value(s){}",
-                writes.len(),
-                if writes.is_empty() { "" } else { ":" }
-            )?;
-            if !writes.is_empty() {
-                writeln!(out, "{}", describe(&writes))?;
-            }
+            writeln!(out, "{}", host::writes_said(verb, "", &plan))?;
             for c in plan.changes.iter().filter(|c| c.skipped.is_some()) {
                 writeln!(
                     out,
@@ -173,16 +163,7 @@ pub fn restore() -> Result<()> {
         bail!("rxsteer (pid {pid}) is running and will restore its own changes; stop it instead");
     }
     let restored = revert(&path)?;
-    writeln!(
-        out,
-        "restored {} value(s) ({} on {}){}",
-        restored.len(),
-        state.profile,
-        state.iface,
-        if restored.is_empty() { "" } else { ":" }
-    )?;
-    if !restored.is_empty() {
-        writeln!(out, "{}", describe(&restored))?;
-    }
+    let on = format!(" ({} on {})", state.profile, state.iface);
+    writeln!(out, "{}", host::changes_said("restored", &on, &restored))?;
     Ok(())
 }

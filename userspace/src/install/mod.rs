@@ -26,7 +26,7 @@ pub mod record;
 pub mod unit;
 
 use record::{Installed, Layout};
-use unit::{unit_name, Ask, BINARY, UNIT_DIR};
+use unit::{unit_file, unit_name, Ask, BINARY, UNIT_DIR};
 
 #[derive(clap::Args, Debug)]
 pub struct InstallArgs {
@@ -177,7 +177,7 @@ fn systemctl(layout: &Layout, args: &[&str]) -> Result<()> {
 /// removes what it wrote.
 fn write_all(layout: &Layout, ask: &Ask, cpus: Option<Vec<u32>>) -> Result<Installed> {
     let unit = unit_name(&ask.iface);
-    let unit_path = Path::new(UNIT_DIR).join(&unit);
+    let unit_path = unit_file(&unit);
     let record_abs = record::record_of(&ask.iface);
     let mut rec = Installed {
         version: 1,
@@ -270,7 +270,7 @@ pub fn install(a: &InstallArgs) -> Result<()> {
 }
 
 fn dry_run(out: &mut impl Write, layout: &Layout, ask: &Ask, a: &InstallArgs) -> Result<()> {
-    let unit_path = layout.host(&Path::new(UNIT_DIR).join(unit_name(&ask.iface)));
+    let unit_path = layout.host(&unit_file(&unit_name(&ask.iface)));
     writeln!(out, "would write {}:", unit_path.display())?;
     writeln!(out, "{}", ask.unit_text())?;
     writeln!(
@@ -281,16 +281,11 @@ fn dry_run(out: &mut impl Write, layout: &Layout, ask: &Ask, a: &InstallArgs) ->
     )?;
     let input = host::profile_input(&ask.iface, a.cpus.rps())?;
     let plan = show(&profile(ask.steer, &input), None)?;
-    let writes: Vec<_> = plan.writes().cloned().collect();
     writeln!(
         out,
-        "at start it would change {} value(s) here{}",
-        writes.len(),
-        if writes.is_empty() { "" } else { ":" }
+        "{}",
+        host::writes_said("at start it would change", " here", &plan)
     )?;
-    if !writes.is_empty() {
-        writeln!(out, "{}", host::describe(&writes))?;
-    }
     if !layout.is_image() && !systemd_booted() {
         writeln!(out, "but: {}", without_systemd(ask))?;
     }
@@ -422,7 +417,7 @@ fn status_of(
         rec.unit,
         rec.steer,
         rec.iface,
-        layout.host(&Path::new(UNIT_DIR).join(&rec.unit)).display()
+        layout.host(&unit_file(&rec.unit)).display()
     )?;
     writeln!(out, "  runs: {BINARY} {}", rec.exec_start.join(" "))?;
     writeln!(out, "  {}", unit_state(layout, &rec.unit))?;
@@ -461,14 +456,13 @@ fn status_of(
     }
     if rec.steer.steers_with_xdp() {
         let xdp = crate::netns::xdp_attached_here(&rec.iface)?;
+        ok &= xdp.is_some();
         writeln!(
             out,
             "  XDP on {}: {}",
             rec.iface,
-            xdp.clone()
-                .unwrap_or_else(|| format!("none ({} steering is not attached)", rec.steer))
+            xdp.unwrap_or_else(|| format!("none ({} steering is not attached)", rec.steer))
         )?;
-        ok &= xdp.is_some();
     }
     Ok(ok)
 }

@@ -25,7 +25,7 @@ impl Layout {
 
     /// `abs` (a path as the booted box sees it) inside this tree.
     pub fn host(&self, abs: &Path) -> PathBuf {
-        self.root.join(abs.strip_prefix("/").unwrap_or(abs))
+        rxsteer_tune::profile::under(&self.root, abs)
     }
 
     pub fn is_image(&self) -> bool {

@@ -55,6 +55,11 @@ pub fn unit_name(iface: &str) -> String {
     format!("rxsteer-{}.service", escape_path(iface))
 }
 
+/// Where the unit file `unit` goes, as the booted box sees it.
+pub fn unit_file(unit: &str) -> std::path::PathBuf {
+    std::path::Path::new(UNIT_DIR).join(unit)
+}
+
 /// The device unit systemd makes for the interface.
 pub fn device_unit(iface: &str) -> String {
     format!(
