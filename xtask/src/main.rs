@@ -56,7 +56,7 @@ enum Task {
     },
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Which {
     /// ns/packet of the XDP programs (BPF_PROG_TEST_RUN; root).
     Xdp,
@@ -162,25 +162,24 @@ fn test(paths: &Paths, args: &[String]) -> Result<()> {
 /// `cargo xtask bench [WHICH]`: each bench's raw output stored under results/.
 fn bench(paths: &Paths, which: Which) -> Result<()> {
     build_ebpf(paths)?;
-    if matches!(which, Which::Xdp | Which::All) {
-        bench::run(paths, &bench::XDP)?;
+    let wants = |w: Which| which == w || which == Which::All;
+    // The benches that need nothing but the eBPF object, in the order they run.
+    let plain = [
+        (Which::Xdp, &bench::XDP),
+        (Which::Serde, &bench::SERDE),
+        (Which::Allocs, &bench::ALLOCS),
+        (Which::Echo, &bench::ECHO),
+        (Which::Workloads, &bench::WORKLOADS),
+    ];
+    for (w, b) in plain {
+        if wants(w) {
+            bench::run(paths, b)?;
+        }
     }
-    if matches!(which, Which::Serde | Which::All) {
-        bench::run(paths, &bench::SERDE)?;
-    }
-    if matches!(which, Which::Allocs | Which::All) {
-        bench::run(paths, &bench::ALLOCS)?;
-    }
-    if matches!(which, Which::Echo | Which::All) {
-        bench::run(paths, &bench::ECHO)?;
-    }
-    if matches!(which, Which::Workloads | Which::All) {
-        bench::run(paths, &bench::WORKLOADS)?;
-    }
-    if matches!(
-        which,
-        Which::Loadgen | Which::Barrage | Which::Soak | Which::All
-    ) {
+    if [Which::Loadgen, Which::Barrage, Which::Soak]
+        .into_iter()
+        .any(wants)
+    {
         // These drive the server with rxload, another package: build it beside.
         cmd::run(
             "build rxload",
@@ -190,22 +189,22 @@ fn bench(paths: &Paths, which: Which) -> Result<()> {
         )?;
         std::env::set_var("RXLOAD", paths.root.join("target/release/rxload"));
     }
-    if matches!(which, Which::Loadgen | Which::All) {
+    if wants(Which::Loadgen) {
         // rxload and wrk are compared against our server and against nginx.
         ensure::packages_for("bench loadgen", &[("wrk", "wrk"), ("nginx", "nginx")])?;
         bench::run(paths, &bench::LOADGEN)?;
     }
-    if matches!(which, Which::Barrage | Which::All) {
+    if wants(Which::Barrage) {
         bench::run(paths, &bench::BARRAGE)?;
     }
-    if matches!(which, Which::Soak | Which::All) {
+    if wants(Which::Soak) {
         bench::run(paths, &bench::SOAK)?;
     }
-    if matches!(which, Which::Observer | Which::All) {
+    if wants(Which::Observer) {
         build_rxsteer(paths)?;
         bench::observer(paths)?;
     }
-    if matches!(which, Which::Nginx | Which::All) {
+    if wants(Which::Nginx) {
         ensure::packages_for(
             "bench nginx",
             &[("nginx", "nginx"), ("wrk", "wrk"), ("perf", "linux-perf")],
