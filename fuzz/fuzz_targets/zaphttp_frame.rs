@@ -6,8 +6,8 @@ use libfuzzer_sys::fuzz_target;
 use rxsteer_wire::zaphttp::{decode_request, split_frame};
 
 fn inside(part: &[u8], whole: &[u8]) -> bool {
-    let (p, w) = (part.as_ptr() as usize, whole.as_ptr() as usize);
-    part.is_empty() || (p >= w && p + part.len() <= w + whole.len())
+    let (p, w) = (part.as_ptr_range(), whole.as_ptr_range());
+    part.is_empty() || (p.start >= w.start && p.end <= w.end)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -19,6 +19,8 @@ fuzz_target!(|data: &[u8]| {
             for part in [r.target, r.proto, r.body] {
                 assert!(inside(part, frame));
             }
+            // The body's offsets name the same bytes as its slice.
+            assert_eq!(&frame[r.body_at.clone()], r.body);
             for (k, v) in r.headers.iter().chain(r.trailer.iter()) {
                 assert!(inside(k, frame) && inside(v, frame));
             }

@@ -12,7 +12,10 @@ use crate::{
 #[command(
     name = "rxload",
     version,
-    about = "HTTP/1.1 and ZAP load generator (closed loop, HDR latency, validated responses)"
+    about = "HTTP/1.1 and ZAP load generator (closed loop, HDR latency, validated responses)",
+    after_help = "Exit status: 0 the run passed; 1 more measured requests failed than \
+                  --max-errors allows, or none succeeded; 2 a bad flag or the run could not \
+                  start; 3 a load thread died (the figures printed are the other threads')."
 )]
 pub struct Args {
     /// http://host:port/path or zap://host:port/path
@@ -35,7 +38,8 @@ pub struct Args {
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     pub requests: Option<u64>,
     /// The share of measured requests that may fail before the run exits non-zero, in
-    /// percent (0-100; default 0: any failure). The error kinds and counts are printed and
+    /// percent (0-100; default 0: any failure). A run with no successful response exits 1
+    /// whatever this allows: it measured nothing. The error kinds and counts are printed and
     /// in --json either way.
     #[arg(long, default_value = "0", value_parser = parse_percent)]
     pub max_errors: f64,

@@ -17,14 +17,9 @@ use tokio::{
     time::timeout,
 };
 
-use rxsteer_wire::{
-    http1::parse_response,
-    zap::{ZapError, MAX_FRAME},
-    zaphttp::{decode_response, split_frame, FRAME_DATA, FRAME_END, FRAME_RESPONSE_HEAD},
-};
-
 use crate::{
-    scenario::{validate, Invalid, Request},
+    response::{grow_if_full, parse_one, settle, Answer, Parsed},
+    scenario::Request,
     stats::{ErrorKind, Stats},
     target::Proto,
 };
@@ -49,9 +44,10 @@ impl Phase {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// Past the window (or the -n limit): send nothing more.
+    /// Past the window (or the -n limit), or the main thread ended the run (a load thread
+    /// died): send nothing more.
     pub fn finished(&self, now: Instant) -> bool {
-        now >= self.measure_until || self.limit_reached.load(Ordering::Relaxed)
+        now >= self.measure_until || self.limit_reached.load(Ordering::Relaxed) || self.done()
     }
 
     /// Waits, sending nothing, until the main thread has closed the window. No timer: the
@@ -81,97 +77,30 @@ impl Phase {
 
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What became of one request.
+#[derive(Clone, Copy, Debug)]
 pub enum Outcome {
-    Ok,
+    /// A whole response came back (right or wrong).
+    Answered(Answer),
+    /// None did: the kind of failure.
     Fail(ErrorKind),
 }
 
-/// The response at the front of `buf`, if whole: (status, body range, bytes it takes).
-pub fn parse_one(
-    proto: Proto,
-    buf: &[u8],
-) -> Result<Option<(u16, std::ops::Range<usize>, usize)>, ErrorKind> {
-    let body_at = |body: &[u8]| body.as_ptr() as usize - buf.as_ptr() as usize;
-    match proto {
-        Proto::Http => match parse_response(buf) {
-            Ok(Some(r)) => Ok(Some((
-                r.status,
-                body_at(r.body)..body_at(r.body) + r.body.len(),
-                r.consumed,
-            ))),
-            Ok(None) => Ok(None),
-            Err(_) => Err(ErrorKind::Protocol),
-        },
-        Proto::Zap => match split_frame(buf, MAX_FRAME) {
-            Ok(Some((frame, used))) => {
-                let r = decode_response(frame).map_err(|e| match e {
-                    // A streamed response (the wire spec's ResponseHead, Data..., End): not a
-                    // whole response rxload can validate. One named error; the connection
-                    // starts over, leaving the rest of the stream behind.
-                    ZapError::FrameType {
-                        got: FRAME_RESPONSE_HEAD | FRAME_DATA | FRAME_END,
-                        ..
-                    } => ErrorKind::Unsupported,
-                    _ => ErrorKind::Protocol,
-                })?;
-                Ok(Some((
-                    r.status,
-                    body_at(r.body)..body_at(r.body) + r.body.len(),
-                    used,
-                )))
-            }
-            Ok(None) => Ok(None),
-            Err(_) => Err(ErrorKind::Protocol),
-        },
+impl Outcome {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Answered(a) if a.valid.is_ok())
     }
 }
 
-/// A full buffer with no whole response yet grows, only for a response larger than any seen
-/// before (memory grows with bytes received), up to the largest frame.
-pub fn grow_if_full(buf: &mut Vec<u8>, filled: usize) -> Result<(), ErrorKind> {
-    if filled == buf.len() {
-        let grown = (buf.len() * 2).min(MAX_FRAME + 4);
-        if grown == buf.len() {
-            return Err(ErrorKind::Protocol);
-        }
-        buf.resize(grown, 0);
-    }
-    Ok(())
-}
-
-/// A whole response read: validated, its status and bytes counted, and what follows it
-/// (pipelined responses) moved to the front of the buffer.
-pub fn settle(
-    req: &Request,
-    stats: &RefCell<Stats>,
-    buf: &mut [u8],
-    filled: &mut usize,
-    (status, body, used): (u16, std::ops::Range<usize>, usize),
-) -> Outcome {
-    let valid = validate(&req.check, status, &buf[body]);
-    {
-        let mut st = stats.borrow_mut();
-        st.status[(status as usize).min(599)] += 1;
-        st.bytes_in += used as u64;
-    }
-    buf.copy_within(used..*filled, 0);
-    *filled -= used;
-    match valid {
-        Ok(()) => Outcome::Ok,
-        Err(Invalid::Status) => Outcome::Fail(ErrorKind::Status),
-        Err(Invalid::Body) => Outcome::Fail(ErrorKind::Body),
-    }
-}
-
-/// Reads until `buf[..filled]` starts with one whole response; returns (status, body range,
-/// bytes it takes). Bytes after it (pipelined responses) stay in the buffer for the next call.
+/// Reads until `buf[..filled]` starts with one whole response. Bytes after it (pipelined
+/// responses) stay in the buffer for the next call.
 async fn read_response(
     s: &mut TcpStream,
     proto: Proto,
     buf: &mut Vec<u8>,
     filled: &mut usize,
     drained: &mut bool,
-) -> Result<(u16, std::ops::Range<usize>, usize), ErrorKind> {
+) -> Result<Parsed, ErrorKind> {
     let filled_now = filled;
     let filled = &mut *filled_now;
     loop {
@@ -336,10 +265,12 @@ async fn exchange(
             } else {
                 match read_response(s, load.req.proto, buf, &mut filled, &mut drained).await {
                     Err(kind) => Outcome::Fail(kind),
-                    Ok(parsed) => settle(load.req, load.stats, buf, &mut filled, parsed),
+                    Ok(parsed) => {
+                        Outcome::Answered(settle(&load.req.check, buf, &mut filled, parsed))
+                    }
                 }
             };
-            if matches!(outcome, Outcome::Ok) {
+            if outcome.is_ok() {
                 backoff.reset();
             }
             if record(load.phase, load.stats, load.live, load.req, sent, outcome) {
@@ -365,14 +296,15 @@ pub fn record(
     let now = Instant::now();
     let us = now.duration_since(sent).as_micros().clamp(1, 60_000_000) as u64;
     if let Some(live) = live {
-        match outcome {
-            Outcome::Ok => live.record_ok(us),
-            Outcome::Fail(_) => live.record_error(),
+        match outcome.is_ok() {
+            true => live.record_ok(us),
+            false => live.record_error(),
         }
     }
     let measuring = phase.measuring(now);
     // With -n, exactly `limit` requests are counted, failed ones too: a server that only
-    // fails still ends the run.
+    // fails still ends the run. A response to a request past the limit (still in flight when
+    // it was reached) or outside the window is counted nowhere, its status included.
     let counted = measuring
         && match phase.limit {
             Some(limit) => {
@@ -384,23 +316,26 @@ pub fn record(
             }
             None => true,
         };
-    let mut st = stats.borrow_mut();
-    match outcome {
-        Outcome::Ok => {
-            if counted {
+    let failed = match outcome {
+        Outcome::Answered(a) => a.valid.err(),
+        Outcome::Fail(kind) => Some(kind),
+    };
+    if counted {
+        let mut st = stats.borrow_mut();
+        if let Outcome::Answered(a) = outcome {
+            st.status[(a.status as usize).min(599)] += 1;
+            st.bytes_in += a.bytes as u64;
+        }
+        match failed {
+            None => {
                 st.ok += 1;
                 st.bytes_out += req.bytes.len() as u64;
                 let _ = st.latency_us.record(us);
             }
-            false
-        }
-        Outcome::Fail(kind) => {
-            if counted {
-                st.error(kind);
-            }
-            true
+            Some(kind) => st.error(kind),
         }
     }
+    failed.is_some()
 }
 
 /// The wait before opening a connection again after `failures` errors in a row: 10 ms,

@@ -9,10 +9,10 @@ mod hgrm;
 mod live;
 mod output;
 mod run;
-mod scenario;
-mod stats;
-mod target;
 mod uring;
+
+// The byte-level pieces, shared with the fuzzer (lib.rs).
+use rxload::{response, scenario, stats, target};
 
 use clap::Parser;
 

@@ -181,6 +181,16 @@ fn tokio_thread(
         .into_inner())
 }
 
+/// A test hook: `RXLOAD_INJECT_PANIC_MS=N` makes load thread 0 panic N ms after it starts,
+/// so the tests can check that a dead thread ends the run. Read once per thread, before any
+/// connection: nothing per request.
+const INJECT_PANIC: &str = "RXLOAD_INJECT_PANIC_MS";
+
+fn injected_failure(t: u32) -> Option<Duration> {
+    let ms = std::env::var(INJECT_PANIC).ok()?.parse().ok()?;
+    (t == 0).then(|| Duration::from_millis(ms))
+}
+
 fn spawn_thread(
     args: &Args,
     plan: &Plan,
@@ -200,6 +210,10 @@ fn spawn_thread(
     Ok(std::thread::Builder::new()
         .name(format!("rxload-{t}"))
         .spawn(move || -> Result<Stats> {
+            if let Some(after) = injected_failure(t) {
+                std::thread::sleep(after);
+                panic!("injected failure ({INJECT_PANIC}): load thread {t} stops");
+            }
             if io == Io::Uring {
                 let stats = RefCell::new(Stats::new());
                 let n = share.schedules.len();
@@ -225,6 +239,7 @@ fn watch_window(
     reporter: &mut live::Reporter,
     args: &Args,
     start: Instant,
+    threads: &[JoinHandle<Result<Stats>>],
 ) -> Result<Window> {
     let mut next_tick = start + args.live_interval;
     let mut opened: Option<(rxsteer_alloc::Counts, f64, Instant)> = None;
@@ -234,7 +249,9 @@ fn watch_window(
         if opened.is_none() && (now >= phase.measure_from || limit) {
             opened = Some((rxsteer_alloc::totals(), cputime::cpu_seconds(), now));
         }
-        if now >= phase.measure_until || limit {
+        // A load thread that ended before the window did died (a panic or an error): the
+        // run ends now, and `run` says which and why.
+        if now >= phase.measure_until || limit || threads.iter().any(|h| h.is_finished()) {
             break;
         }
         if reporter.active() && now >= next_tick {
@@ -252,7 +269,14 @@ fn watch_window(
                 .min(Duration::from_millis(5)),
         );
     }
-    let (a0, cpu0, t0) = opened.expect("the window opens before it closes");
+    // A thread that died during the warm-up closes a window that never opened: empty.
+    let (a0, cpu0, t0) = opened.unwrap_or_else(|| {
+        (
+            rxsteer_alloc::totals(),
+            cputime::cpu_seconds(),
+            Instant::now(),
+        )
+    });
     Ok(Window {
         allocated: rxsteer_alloc::totals().since(a0),
         cpu_s: cputime::cpu_seconds() - cpu0,
@@ -292,14 +316,42 @@ pub fn run(args: Args) -> Result<i32> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut reporter = live::Reporter::new(counters, live_file, start);
-    let window = watch_window(&phase, &mut reporter, &args, start)?;
+    let window = watch_window(&phase, &mut reporter, &args, start, &handles)?;
     phase.release_all();
     reporter.finish();
     let mut total = Stats::new();
-    for h in handles {
-        total.merge(&h.join().expect("load thread panicked")?);
+    let mut died = Vec::new();
+    for (t, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(stats)) => total.merge(&stats),
+            Ok(Err(e)) => died.push(format!("load thread {t} failed: {e:#}")),
+            Err(panic) => died.push(format!("load thread {t} panicked: {}", panic_text(&*panic))),
+        }
     }
-    report(&args, &plan, &total, &window)
+    let code = report(&args, &plan, &total, &window)?;
+    if died.is_empty() {
+        return Ok(code);
+    }
+    // The figures above are the surviving threads'; the run itself failed.
+    eprintln!(
+        "rxload: {}; the figures above are from the other {} of {} threads",
+        died.join("; "),
+        plan.threads as usize - died.len(),
+        plan.threads
+    );
+    Ok(EXIT_THREAD_DIED)
+}
+
+/// The exit code of a run a load thread did not finish (1: too many failed requests; 2: the
+/// run could not start).
+pub const EXIT_THREAD_DIED: i32 = 3;
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// Prints and stores the figures; the exit code.

@@ -21,8 +21,9 @@ use std::{
 };
 
 use crate::{
-    conn::{backoff_delay, grow_if_full, parse_one, record, settle, Outcome, Phase, IO_TIMEOUT},
+    conn::{backoff_delay, record, Outcome, Phase, IO_TIMEOUT},
     live::LiveCounters,
+    response::{grow_if_full, parse_one, settle},
     scenario::Request,
     stats::{ErrorKind, Stats},
 };
@@ -262,8 +263,9 @@ impl Driver<'_> {
                 Ok(()) => push_recv(&mut self.ring, idx, c, 0, &mut self.in_flight)?,
             },
             Ok(Some(parsed)) => {
-                let outcome = settle(req, stats, &mut c.buf, &mut c.filled, parsed);
-                if matches!(outcome, Outcome::Ok) {
+                let outcome =
+                    Outcome::Answered(settle(&req.check, &mut c.buf, &mut c.filled, parsed));
+                if outcome.is_ok() {
                     c.failures = 0;
                 }
                 if record(self.phase, stats, self.live, req, c.sent_at, outcome) {

@@ -1,6 +1,7 @@
 //! rxload as a user runs it, against the project's servers (in this process) and against tiny
 //! misbehaving servers written here. Loopback only; every run is bounded.
-use rxsteer_server::{start, ServeConfig, Server};
+use rxsteer_server::{start, ServeConfig, Server, ServerIo};
+use rxsteer_wire::zaphttp::encode_response;
 use serde_json::Value;
 use std::{
     io::{Read, Write},
@@ -112,12 +113,10 @@ fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
                             "{what}: {q}"
                         );
                     }
-                    assert!(
-                        v["status"]["200"].as_u64().unwrap() >= v["requests"].as_u64().unwrap()
-                    );
+                    // Statuses are counted for measured requests only (not the warm-up's).
+                    assert_eq!(v["status"]["200"], v["requests"], "{what}: {v}");
                     if scenario == "upload" {
                         // The body went up; the answer (its byte count) is short.
-                        // (bytes_in counts the warm-up's answers too: per 200 answer.)
                         let sent = if size.is_empty() { 65536 } else { 256 };
                         let answers = v["status"]["200"].as_f64().unwrap();
                         assert!(
@@ -794,4 +793,180 @@ fn bind_spreads_connections_over_source_addresses_and_ports() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("3 ports for 6 connections"), "{err}");
+}
+
+fn server_on(io: ServerIo) -> Server {
+    start(ServeConfig {
+        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        threads: 1,
+        io,
+        ..ServeConfig::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn empty_bodies_pass_on_every_engine_pair_timed_and_counted() {
+    // Both servers answer a 0-byte ZAP echo with a null body slot: rxload panicked on it
+    // (with -d) and hung (with -n). Every scenario with --body-size 0, both ways of ending.
+    for server_io in [ServerIo::Epoll, ServerIo::Uring] {
+        let s = server_on(server_io);
+        for io in ["tokio", "uring"] {
+            for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
+                for scenario in ["echo", "upload", "rpc"] {
+                    for end in [["-d", "300ms"], ["-n", "300"]] {
+                        let target = format!("{scheme}://{addr}");
+                        let args = [
+                            target.as_str(),
+                            "--io",
+                            io,
+                            "--scenario",
+                            scenario,
+                            "--body-size",
+                            "0",
+                            "-c",
+                            "2",
+                            "-t",
+                            "1",
+                            "--warmup",
+                            "100ms",
+                            end[0],
+                            end[1],
+                        ];
+                        let what =
+                            format!("server {server_io:?}, --io {io}: {scheme} {scenario} {end:?}");
+                        let (code, v, took) = timed(&args);
+                        assert_eq!(code, 0, "{what}: {v}");
+                        assert_eq!(errors(&v), 0, "{what}: {v}");
+                        assert!(
+                            took < std::time::Duration::from_secs(10),
+                            "{what}: {took:?}"
+                        );
+                        let n = v["requests"].as_u64().unwrap();
+                        if end[0] == "-n" {
+                            // Exactly N, and the status line counts those N: not the
+                            // responses still in flight when N was reached.
+                            assert_eq!(n, 300, "{what}: {v}");
+                        }
+                        assert!(n > 0, "{what}: {v}");
+                        assert_eq!(v["status"]["200"], n, "{what}: {v}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A ZAP-HTTP response frame, for the misbehaving servers.
+fn zap_reply(status: u16, reason: &[u8], headers: &[(&[u8], &[u8])], body: &[u8]) -> &'static [u8] {
+    let mut out = Vec::new();
+    encode_response(&mut out, status, reason, headers, body, &[]);
+    Box::leak(out.into_boxed_slice())
+}
+
+#[test]
+fn null_and_end_of_frame_slots_are_read_as_sent() {
+    // Every optional slot null (reason, headers, body): an empty body, valid for a 0-byte echo.
+    let null = misbehaving(zap_reply(200, b"", &[], b""), false);
+    // A body slot that points at the very end of the frame (the last field written).
+    let at_end = misbehaving(zap_reply(200, b"OK", &[(b"x-a", b"b")], b"abc"), false);
+    for io in ["tokio", "uring"] {
+        for (addr, size) in [(null, "0"), (at_end, "3")] {
+            let target = format!("zap://{addr}");
+            // The echo check wants the body back: "abc" is what filler(3) sends.
+            let (code, v, err) = rxload(&[
+                &target,
+                "--io",
+                io,
+                "--scenario",
+                "echo",
+                "--body-size",
+                size,
+                "-c",
+                "1",
+                "-t",
+                "1",
+                "-n",
+                "50",
+                "--warmup",
+                "0s",
+            ]);
+            assert_eq!(code, 0, "--io {io} {target} size {size}: {err} {v}");
+            assert_eq!(v["requests"], 50, "{v}");
+        }
+    }
+}
+
+#[test]
+fn a_load_thread_that_dies_ends_the_run_within_a_second_with_its_reason() {
+    let s = server();
+    for io in ["tokio", "uring"] {
+        let target = format!("http://{}", s.http.unwrap());
+        // -n far beyond what 2 connections reach: without the check the run waits 10 minutes.
+        let started = std::time::Instant::now();
+        let json =
+            std::env::temp_dir().join(format!("rxload-died-{}-{io}.json", std::process::id()));
+        let out = Command::new(RXLOAD)
+            .args([
+                &target,
+                "--io",
+                io,
+                "-c",
+                "2",
+                "-t",
+                "2",
+                "-n",
+                "100000000",
+                "--warmup",
+                "100ms",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .env("RXLOAD_INJECT_PANIC_MS", "400")
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "--io {io}: {err}");
+        assert!(
+            took < std::time::Duration::from_millis(1400),
+            "--io {io}: took {took:?}"
+        );
+        let line = err.lines().last().unwrap_or_default();
+        assert!(
+            line.contains("load thread 0 panicked: injected failure")
+                && line.contains("from the other 1 of 2 threads"),
+            "--io {io}: {err}"
+        );
+        // The figures measured so far, from the thread that lived.
+        let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&json);
+        assert!(v["requests"].as_u64().unwrap() > 0, "--io {io}: {v}");
+        assert_eq!(errors(&v), 0, "--io {io}: {v}");
+    }
+}
+
+#[test]
+fn a_run_with_no_successful_response_fails_whatever_max_errors_allows() {
+    let failing = misbehaving(
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\nno",
+        false,
+    );
+    let target = format!("http://{failing}");
+    let (code, v, err) = rxload(&[
+        &target,
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--warmup",
+        "0s",
+        "--max-errors",
+        "100",
+    ]);
+    // 100 % failed and 100 % allowed: still 1, since nothing was measured.
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["errors"]["status"], 20, "{v}");
+    assert!(err.contains("20 of 20 measured requests failed"), "{err}");
 }

@@ -111,10 +111,9 @@ pub fn answer<F: Framing>(
             let at = match reply.body {
                 Body::Static(b) => BodyAt::Static(b),
                 Body::Scratch => BodyAt::Scratch,
-                Body::Request(b) => {
-                    // A slice of the request, so of `input`: its place there.
-                    let from = start + (b.as_ptr() as usize - input[start..].as_ptr() as usize);
-                    BodyAt::Input(from..from + b.len())
+                // The request's body, so in `input` where the framing found it.
+                Body::Request(_) => {
+                    BodyAt::Input(start + req.body_at.start..start + req.body_at.end)
                 }
             };
             let end = End::Body {

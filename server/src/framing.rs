@@ -2,9 +2,11 @@
 //! front of the buffered bytes, and encode a response (may_minihttp's shape).
 //! [`crate::batch::answer`], which the epoll loop ([`crate::epoll`]) and the io_uring engine
 //! ([`crate::uring`]) both call, is written once over it.
+use std::ops::Range;
+
 use rxsteer_wire::{
     http1::{parse_request, write_head, write_response},
-    zaphttp::{decode_request, encode_response, encode_response_head, split_frame},
+    zaphttp::{decode_request, encode_response, encode_response_head, split_frame, LEN_PREFIX},
 };
 
 use crate::{config::ConnConfig, handlers::CT_TEXT};
@@ -15,6 +17,8 @@ pub struct Request<'a> {
     pub target: &'a [u8],
     pub content_type: Option<&'a [u8]>,
     pub body: &'a [u8],
+    /// Where `body` is in the bytes the request was split from, as offsets.
+    pub body_at: Range<usize>,
     /// Bytes of the read buffer this request used.
     pub used: usize,
     /// The client asked to close after this response.
@@ -56,6 +60,7 @@ impl Framing for Http {
                 target: r.path.as_bytes(),
                 content_type: r.content_type,
                 body: r.body,
+                body_at: r.body_at,
                 used: r.consumed,
                 close: r.close,
             }),
@@ -94,6 +99,7 @@ impl Framing for Zap {
                     target: r.target,
                     content_type: r.headers.get(b"content-type"),
                     body: r.body,
+                    body_at: LEN_PREFIX + r.body_at.start..LEN_PREFIX + r.body_at.end,
                     used,
                     close: false,
                 }),

@@ -1,6 +1,8 @@
 //! HTTP/1.1 framing for the server: requests parsed with `httparse` into a stack array of
 //! headers (no allocation), responses encoded into a reused buffer.
 
+use std::ops::Range;
+
 /// Most headers one request may carry; more is 431.
 pub const MAX_HEADERS: usize = 64;
 
@@ -22,11 +24,13 @@ impl Default for Limits {
 }
 
 /// A complete request in the buffer.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub body: &'a [u8],
+    /// Where `body` is in the buffer, as offsets.
+    pub body_at: Range<usize>,
     pub content_type: Option<&'a [u8]>,
     /// Bytes of the buffer this request used (headers and body).
     pub consumed: usize,
@@ -120,6 +124,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
         method: req.method.ok_or(HttpError::Malformed)?,
         path: req.path.ok_or(HttpError::Malformed)?,
         body,
+        body_at: head..head + len,
         content_type,
         consumed: head + len,
         close,
@@ -162,10 +167,12 @@ pub fn write_head(
 }
 
 /// A complete response at the front of a buffer (client side).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Response<'a> {
     pub status: u16,
     pub body: &'a [u8],
+    /// Where `body` is in the buffer, as offsets.
+    pub body_at: Range<usize>,
     pub consumed: usize,
 }
 
@@ -193,6 +200,7 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<Response<'_>>, HttpError> {
     Ok(Some(Response {
         status: resp.code.ok_or(HttpError::Malformed)?,
         body,
+        body_at: head..end,
         consumed: end,
     }))
 }

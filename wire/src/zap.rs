@@ -1,5 +1,7 @@
 //! The ZAP message: a 16-byte little-endian header, then objects whose pointer slots hold
 //! offsets relative to the slot itself (zap-proto/go; spec §3).
+use std::ops::Range;
+
 use thiserror::Error;
 
 pub const MAGIC: [u8; 4] = *b"ZAP\0";
@@ -92,15 +94,22 @@ impl<'a> Message<'a> {
     /// rel 0 is null. A target outside the message (or below 16) reads as empty, as the Go
     /// reader does; a decoder must not be stricter than the reference.
     pub fn bytes_slot(&self, slot: usize) -> &'a [u8] {
+        &self.bytes[self.slot_range(slot)]
+    }
+
+    /// Where slot `slot`'s bytes are in the message, as offsets: what a caller that needs the
+    /// position (to send a body from the buffer it arrived in) uses instead of subtracting
+    /// addresses. A null or out-of-message slot is the empty range `0..0`, always in bounds.
+    pub fn slot_range(&self, slot: usize) -> Range<usize> {
         let rel = u32_at(self.bytes, slot) as usize;
         let len = u32_at(self.bytes, slot + 4) as usize;
         if rel == 0 {
-            return &[];
+            return 0..0;
         }
         let start = slot + rel;
         match start.checked_add(len) {
-            Some(end) if start >= HEADER_LEN && end <= self.bytes.len() => &self.bytes[start..end],
-            _ => &[],
+            Some(end) if start >= HEADER_LEN && end <= self.bytes.len() => start..end,
+            _ => 0..0,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! ZAP-HTTP v0.3 (zap-proto/http v0.3.x, spec §2 and §4): a 4-byte big-endian length, then a
 //! ZAP message whose root object is a 48-byte request or response section; text and bytes
 //! fields follow in slot order with no padding; headers are a length-prefixed pair block.
+use std::ops::Range;
+
 use crate::zap::{self, u16_at, u32_at, Message, ZapError, HEADER_LEN};
 
 pub const FRAME_REQUEST: u8 = 0x01;
@@ -98,13 +100,15 @@ impl<'a> Iterator for PairIter<'a> {
 }
 
 /// A decoded request frame, borrowing the frame's bytes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct RequestView<'a> {
     pub method: &'a [u8],
     pub target: &'a [u8],
     pub proto: &'a [u8],
     pub headers: Pairs<'a>,
     pub body: &'a [u8],
+    /// Where `body` is in the frame (the ZAP message), as offsets.
+    pub body_at: Range<usize>,
     pub trailer: Pairs<'a>,
 }
 
@@ -116,13 +120,15 @@ impl RequestView<'_> {
 }
 
 /// A decoded response frame.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ResponseView<'a> {
     pub status: u16,
     pub reason: &'a [u8],
     pub proto: &'a [u8],
     pub headers: Pairs<'a>,
     pub body: &'a [u8],
+    /// Where `body` is in the frame (the ZAP message), as offsets.
+    pub body_at: Range<usize>,
     pub trailer: Pairs<'a>,
 }
 
@@ -148,6 +154,7 @@ pub fn decode_request(frame: &[u8]) -> Result<RequestView<'_>, ZapError> {
         proto: m.bytes_slot(r + 16),
         headers: Pairs::parse(m.bytes_slot(r + 24))?,
         body: m.bytes_slot(r + 32),
+        body_at: m.slot_range(r + 32),
         trailer: Pairs::parse(m.bytes_slot(r + 40))?,
     })
 }
@@ -162,6 +169,7 @@ pub fn decode_response(frame: &[u8]) -> Result<ResponseView<'_>, ZapError> {
         proto: m.bytes_slot(r + 16),
         headers: Pairs::parse(m.bytes_slot(r + 24))?,
         body: m.bytes_slot(r + 32),
+        body_at: m.slot_range(r + 32),
         trailer: Pairs::parse(m.bytes_slot(r + 40))?,
     })
 }
@@ -353,12 +361,16 @@ pub fn status_text(status: u16) -> &'static str {
     }
 }
 
+/// The bytes before each frame: its big-endian length. A frame [`split_frame`] returns starts
+/// at this offset of the buffer it was split from.
+pub const LEN_PREFIX: usize = 4;
+
 /// Splits one frame off the front of a read buffer: `Ok(Some((frame, consumed)))` when a
 /// whole frame is buffered, `Ok(None)` when more bytes are needed. A length of 0 or above
 /// `max` is an error: the reference closes the connection, and nothing is allocated for an
 /// announced length, so memory grows only with bytes received.
 pub fn split_frame(buf: &[u8], max: usize) -> Result<Option<(&[u8], usize)>, FrameLenError> {
-    if buf.len() < 4 {
+    if buf.len() < LEN_PREFIX {
         return Ok(None);
     }
     let n = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
@@ -368,7 +380,9 @@ pub fn split_frame(buf: &[u8], max: usize) -> Result<Option<(&[u8], usize)>, Fra
     if n > max {
         return Err(FrameLenError::TooLarge { len: n, max });
     }
-    Ok(buf.get(4..4 + n).map(|f| (f, 4 + n)))
+    Ok(buf
+        .get(LEN_PREFIX..LEN_PREFIX + n)
+        .map(|f| (f, LEN_PREFIX + n)))
 }
 
 #[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]

@@ -10,11 +10,13 @@ use crate::{cmd, ensure::Paths};
 use rxsteer_common::frames::{arp, Ip, Spec};
 
 const CARGO_FUZZ_VERSION: &str = "0.13.1";
-pub const TARGETS: [&str; 5] = [
+pub const TARGETS: [&str; 7] = [
     "zaphttp_frame",
     "native_record",
     "http1_request",
     "rxload_response",
+    "rxload_http_reader",
+    "rxload_zap_reader",
     "packet",
 ];
 
@@ -98,6 +100,21 @@ fn seeds(paths: &Paths, target: &str) -> Result<Vec<Vec<u8>>> {
             wire("resp_zapload_rpc")?,
             wire("upstream_v03_goldenTrailerResponse")?,
         ],
+        // The reader targets take a read-size seed and a check selector before the stream.
+        "rxload_http_reader" => vec![
+            [&b"\x05\x01"[..], b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"].concat(),
+            [&b"\x09\x00"[..], b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 500 Oops\r\nContent-Length: 1\r\n\r\nx"].concat(),
+        ],
+        "rxload_zap_reader" => {
+            // What both servers answer a 0-byte echo with: every optional slot null.
+            let mut null = Vec::new();
+            rxsteer_wire::zaphttp::encode_response(&mut null, 200, b"", &[], b"", &[]);
+            vec![
+                [&b"\x03\x00"[..], &null, &null].concat(),
+                [&b"\x11\x01"[..], &wire("resp_200_ok")?, &wire("upstream_v03_goldenTrailerResponse")?].concat(),
+                [&b"\x07\x03"[..], &wire("resp_zapload_rpc")?].concat(),
+            ]
+        }
         "packet" => [
             Spec::tcp(Ip::V4, 40000, 8080).build(),
             Spec::tcp(Ip::V6, 40000, 9653).data(82).build(),
