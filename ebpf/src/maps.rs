@@ -14,8 +14,17 @@ static PORT_CLASS: [u8; PORT_CLASS_ENTRIES] = [0; PORT_CLASS_ENTRIES];
 
 #[inline(always)]
 pub fn port_class(port: u16) -> u8 {
-    // Volatile: the compiler must not fold the zeros it sees here; the loader replaces them.
-    unsafe { core::ptr::read_volatile(&PORT_CLASS[port as usize]) }
+    // A port comes out of a byte swap (be16). 6.18's verifier bounds the swap's result; 6.1's
+    // does not, and refused the table index as "math between map_value pointer and register
+    // with unbounded min value" (found in the Debian 6.1 guest, `cargo xtask vm`). The index
+    // is masked with a value the compiler cannot fold, so the bounds check below stays in the
+    // program and tells an older verifier what a newer one works out itself.
+    let mask: usize = unsafe { core::ptr::read_volatile(&(PORT_CLASS_ENTRIES - 1)) };
+    match PORT_CLASS.get(port as usize & mask) {
+        // Volatile: the compiler must not fold the zeros it sees here; the loader replaces them.
+        Some(class) => unsafe { core::ptr::read_volatile(class) },
+        None => rxsteer_common::PORT_NONE,
+    }
 }
 
 /// Receive counters by class, per CPU (key 0).

@@ -5,6 +5,7 @@ mod cross;
 mod ensure;
 mod fuzz;
 mod leftovers;
+mod vm;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -39,6 +40,9 @@ enum Task {
     Lint,
     /// Run the cargo-fuzz targets (installs cargo-fuzz; nightly), bounded in time or runs.
     Fuzz(fuzz::FuzzArgs),
+    /// Boot QEMU guests over Debian's kernels (x86_64, aarch64; e1000, e1000e, virtio-net)
+    /// and run rxsteer's checks inside each (root; TCG where KVM does not work).
+    Vm(vm::VmArgs),
     /// Run a benchmark and store its raw output under results/ (xdp needs root).
     Bench {
         #[arg(value_enum, default_value = "all")]
@@ -127,6 +131,7 @@ fn real_main() -> Result<()> {
         Task::Bench { which } => bench(&paths, which),
         Task::Fuzz(args) => fuzz::run(&paths, &args),
         Task::Lint => lint(&paths),
+        Task::Vm(args) => vm::run(&paths, &args),
     }
 }
 

@@ -1,0 +1,125 @@
+#!/bin/busybox sh
+# rxsteer's guest init (PID 1), written into the initramfs by `cargo xtask vm`. It gathers
+# evidence; the host judges it (xtask/src/vm/judge.rs). Every line for the host starts with
+# "RXVM ": "RXVM check NAME pass|fail|refused DETAIL", "RXVM data NAME VALUE" or
+# "RXVM json NAME {...}". Traffic stays inside the guest: the loader is in a namespace on the
+# second NIC, wired only to the first one.
+# busybox's applets last on PATH: Debian's ip, tc, ethtool and taskset come first.
+/bin/busybox mkdir -p /bb /proc /sys /dev /tmp /run /var
+/bin/busybox --install -s /bb
+export PATH=/rxsteer:/usr/sbin:/usr/bin:/sbin:/bin:/bb
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+ln -s /run /var/run
+mount -t bpf bpf /sys/fs/bpf
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+dmesg -n 1
+. /rxsteer/vm.env
+# Debian's busybox runs its own applets before PATH (standalone shell): the tools rxsteer
+# uses are named by path, as rxsteer itself finds them.
+ip() { /bin/ip "$@"; }
+tc() { /sbin/tc "$@"; }
+taskset() { /usr/bin/taskset "$@"; }
+
+say() { echo "RXVM $*"; }
+oneline() { tr '\n' '|' | cut -c1-600; }
+# check NAME COMMAND...: pass when it exits 0, else fail with its last lines.
+check() {
+  name=$1; shift
+  if out=$("$@" 2>&1); then say check "$name" pass "$(echo "$out" | tail -1 | oneline)"
+  else say check "$name" fail "rc=$? $(echo "$out" | tail -4 | oneline)"; fi
+}
+finish() { say done; sync; poweroff -f; }
+
+say boot "kernel=$(uname -r) arch=$(uname -m) cpus=$(nproc)"
+depmod
+for m in $VM_MODULES; do modprobe "$m" 2>/dev/null; done
+say data modules "$(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
+
+# The two NICs: the first stays here (the server's), the second goes to the loader's namespace.
+nics=$(ls /sys/class/net | grep -v '^lo$' | sort)
+set -- $nics
+if [ $# -lt 2 ]; then say check nics fail "two NICs expected, found: $nics"; finish; fi
+SRV=$1; CLI=$2
+say data driver "$(basename "$(readlink /sys/class/net/$SRV/device/driver)")"
+say data ethtool "$(ethtool -i "$SRV" 2>&1 | oneline)"
+say data queues "rx=$(ls -d /sys/class/net/$SRV/queues/rx-* | wc -l) tx=$(ls -d /sys/class/net/$SRV/queues/tx-* | wc -l)"
+sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+ip link set lo up
+ip netns add client
+ip link set "$CLI" netns client
+ip -n client link set lo up
+ip netns exec client sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+ip addr add 10.199.0.1/24 dev "$SRV"
+ip link set "$SRV" up
+ip -n client addr add 10.199.0.2/24 dev "$CLI"
+ip -n client link set "$CLI" up
+up=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  if ip netns exec client ping -c 1 -W 1 10.199.0.1 >/dev/null 2>&1; then up=1; break; fi
+done
+if [ $up = 0 ]; then say check link fail "no ping across the wire: $(ip -br link | oneline)"; finish; fi
+say check link pass "$SRV <-> $CLI"
+
+rxsteer serve --http 10.199.0.1:8080 --zap 10.199.0.1:9653 --threads 1 >/tmp/serve.log 2>&1 &
+sleep 1
+load() { ip netns exec client rxload "http://10.199.0.1:8080/health" -c 2 -t 1 -n "$1" --warmup 0s; }
+check serve load 50
+
+# Every program loads (the observer's, then cpumap's below); the verifier's words on failure.
+# Counting: rxsteer top's per-CPU packets against the driver's own rx_packets, over a window
+# with only our load on the wire.
+rx0=$(cat /sys/class/net/$SRV/statistics/rx_packets)
+rxsteer top --iface "$SRV" --json --count "$VM_TOP_INTERVALS" --interval 1s >/tmp/top.json 2>/tmp/top.err &
+top=$!
+for i in $(seq 50); do [ -s /tmp/top.json ] && break; sleep 0.2; done
+load "$VM_REQUESTS" >/tmp/load.out 2>&1
+say data top-load-rc $?
+wait $top
+say data top-rc $?
+rx1=$(cat /sys/class/net/$SRV/statistics/rx_packets)
+say data rx-packets $((rx1 - rx0))
+say data top-stderr "$(oneline </tmp/top.err)"
+# Whole, for the stored console: a verifier's log runs to hundreds of lines.
+sed 's/^/RXVM log top: /' /tmp/top.err
+while read -r l; do say json top "$l"; done </tmp/top.json
+
+# XDP mode: auto must choose by itself (skb without native XDP), drv must be refused there.
+rxsteer attach --iface "$SRV" --steer cpumap --http-cpus "$VM_TARGET_CPU" --zap-cpus 0 \
+  --other-cpus 0 --xdp-mode auto --json --count "$VM_TOP_INTERVALS" --interval 1s \
+  >/tmp/attach.json 2>/tmp/attach.err &
+att=$!
+for i in $(seq 50); do [ -s /tmp/attach.json ] && break; sleep 0.2; done
+load "$VM_REQUESTS" >/tmp/load.out 2>&1
+say data attach-load-rc $?
+wait $att
+say data attach-rc $?
+say data attach-stderr "$(oneline </tmp/attach.err)"
+sed 's/^/RXVM log attach: /' /tmp/attach.err
+while read -r l; do say json attach "$l"; done </tmp/attach.json
+say data xdp-after "$(ip -d link show "$SRV" | grep -c prog/xdp)"
+rxsteer attach --iface "$SRV" --steer cpumap --xdp-mode drv --count 1 >/tmp/drv.out 2>&1
+say data drv-rc $?
+say data drv-out "$(oneline </tmp/drv.out)"
+
+# Tuning the real queue: every value written, then put back byte for byte.
+values() {
+  for f in /sys/class/net/$SRV/queues/rx-*/rps_cpus /sys/class/net/$SRV/queues/rx-*/rps_flow_cnt \
+    /sys/class/net/$SRV/queues/tx-*/xps_cpus /proc/sys/net/core/rps_sock_flow_entries; do
+    [ -r "$f" ] && echo "$f=$(cat "$f" 2>/dev/null)"
+  done
+}
+say data tune-before "$(values | oneline)"
+rxsteer tune apply --iface "$SRV" --profile rps >/tmp/tune.out 2>&1
+say data tune-apply-rc $?
+say data tune-applied "$(values | oneline)"
+rxsteer restore >>/tmp/tune.out 2>&1
+say data tune-restore-rc $?
+say data tune-restored "$(values | oneline)"
+say data tune-out "$(oneline </tmp/tune.out)"
+finish

@@ -1,0 +1,488 @@
+//! `cargo xtask vm`: the project's checks inside QEMU guests over Debian's kernels, on x86_64
+//! and aarch64, with NICs that have native XDP (virtio-net) and NICs that have none and a real
+//! interrupt (e1000, e1000e: the stand-ins for the GB10's r8169, which QEMU does not emulate).
+//! Everything comes from Debian's packages (kernels, busybox, iproute2, ethtool, qemu) and an
+//! initramfs the project writes; see aya's `xtask integration-test vm` for the model.
+//! Timing figures from a TCG guest are not performance figures: none are taken here.
+mod apt;
+mod initramfs;
+mod judge;
+mod kernel;
+mod qemu;
+
+use anyhow::{bail, Context, Result};
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use crate::{cmd, ensure::Paths};
+use judge::Verdict;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Arch {
+    #[value(name = "x86_64")]
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
+    pub fn rust(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Nic {
+    /// One queue, one interrupt driving one NAPI for RX and TX (as r8169); no native XDP.
+    E1000,
+    /// One queue with separate RX and TX vectors; no native XDP.
+    E1000e,
+    /// virtio-net: native XDP.
+    Virtio,
+}
+
+impl Nic {
+    fn qemu_device(self) -> &'static str {
+        match self {
+            Nic::E1000 => "e1000",
+            Nic::E1000e => "e1000e",
+            Nic::Virtio => "virtio-net-pci",
+        }
+    }
+
+    /// The Linux driver that binds it.
+    pub fn driver(self) -> &'static str {
+        match self {
+            Nic::E1000 => "e1000",
+            Nic::E1000e => "e1000e",
+            Nic::Virtio => "virtio_net",
+        }
+    }
+
+    pub fn native_xdp(self) -> bool {
+        self == Nic::Virtio
+    }
+
+    fn modules(self) -> &'static str {
+        match self {
+            Nic::E1000 => "e1000",
+            Nic::E1000e => "e1000e",
+            Nic::Virtio => "virtio_pci virtio_net",
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VmArgs {
+    /// A Debian kernel line (6.1, 6.12, 6.17, ...) or `newest`.
+    #[arg(long, default_value = "6.1")]
+    pub kernel: String,
+    #[arg(long, value_enum, default_value = "x86_64")]
+    pub arch: Arch,
+    #[arg(long, value_enum, default_value = "e1000")]
+    pub nic: Nic,
+    /// vCPUs of the guest (2 to 64).
+    #[arg(long, default_value = "2", value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub cpus: u32,
+    /// The whole matrix: x86_64 6.1, 6.12, 6.17 and the newest kernel, aarch64 6.12 and
+    /// 6.17, each with e1000, e1000e and virtio-net, and one aarch64 guest with 20 vCPUs.
+    #[arg(long)]
+    pub all: bool,
+    /// List the kernel lines Debian has for each architecture, and stop.
+    #[arg(long)]
+    pub list: bool,
+    /// The bound on one guest's run, boot to power-off (e.g. 600s).
+    #[arg(long, default_value = "900s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Store the matrix page and every console under results/<date>-vm-matrix/.
+    #[arg(long)]
+    pub store: bool,
+}
+
+/// One row of the matrix.
+#[derive(Clone, Debug)]
+struct Row {
+    arch: Arch,
+    kernel: String,
+    nic: Nic,
+    cpus: u32,
+}
+
+impl Row {
+    fn name(&self) -> String {
+        format!(
+            "{}-{}-{}-{}cpu",
+            self.arch.rust(),
+            self.kernel,
+            self.nic.driver(),
+            self.cpus
+        )
+    }
+}
+
+fn matrix(args: &VmArgs) -> Vec<Row> {
+    if !args.all {
+        return vec![Row {
+            arch: args.arch,
+            kernel: args.kernel.clone(),
+            nic: args.nic,
+            cpus: args.cpus,
+        }];
+    }
+    let mut rows = Vec::new();
+    for (arch, kernels) in [
+        (Arch::X86_64, &["6.1", "6.12", "6.17", "newest"][..]),
+        (Arch::Aarch64, &["6.12", "6.17"][..]),
+    ] {
+        for k in kernels {
+            for nic in [Nic::E1000, Nic::E1000e, Nic::Virtio] {
+                rows.push(Row {
+                    arch,
+                    kernel: k.to_string(),
+                    nic,
+                    cpus: 2,
+                });
+            }
+        }
+    }
+    rows.push(Row {
+        arch: Arch::Aarch64,
+        kernel: "6.12".into(),
+        nic: Nic::Virtio,
+        cpus: 20,
+    });
+    rows
+}
+
+/// The guest's userland, from Debian 12 (the host's release) in the guest's architecture:
+/// busybox for the shell and the small tools, and what rxsteer runs (ip, tc, ethtool, taskset)
+/// with the libraries they link.
+const USERLAND: [&str; 15] = [
+    "busybox-static",
+    "libc6",
+    "libgcc-s1",
+    "iproute2",
+    "ethtool",
+    "util-linux",
+    "libbpf1",
+    "libelf1",
+    "libmnl0",
+    "libbsd0",
+    "libmd0",
+    "libcap2",
+    "zlib1g",
+    "libxtables12",
+    "libzstd1",
+];
+
+struct Outcome {
+    row: Row,
+    kernel: String,
+    accel: String,
+    seconds: f64,
+    checks: Vec<judge::Check>,
+    error: Option<String>,
+    config_notes: String,
+}
+
+pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
+    crate::ensure::packages_for(
+        "vm",
+        &[
+            ("qemu-system-x86_64", "qemu-system-x86"),
+            ("qemu-system-aarch64", "qemu-system-arm"),
+            ("dpkg-deb", "dpkg"),
+            ("xz", "xz-utils"),
+            ("zstd", "zstd"),
+        ],
+    )?;
+    let work = paths.root.join("target/vm");
+    let apt = apt::Apt::open(&work.join("apt"))?;
+    if args.list {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let lines = apt::newest_per_line(&apt.kernels(arch)?);
+            println!(
+                "{}: {}",
+                arch.rust(),
+                lines
+                    .iter()
+                    .map(|k| format!("{} ({})", k.line, k.abi))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        return Ok(());
+    }
+    let rows = matrix(args);
+    // The kernels first: a --kernel that does not exist is refused before anything builds.
+    let mut kernels = Vec::new();
+    for r in &rows {
+        kernels.push(apt::pick(&apt.kernels(r.arch)?, &r.kernel)?);
+    }
+    let mut outcomes = Vec::new();
+    for (row, k) in rows.iter().zip(&kernels) {
+        let started = Instant::now();
+        let accel = qemu::accel(row.arch);
+        eprintln!("xtask vm: {} (Debian {}), {}", row.name(), k.abi, accel.why);
+        let mut o = Outcome {
+            row: row.clone(),
+            kernel: k.abi.clone(),
+            accel: accel.why.clone(),
+            seconds: 0.0,
+            checks: Vec::new(),
+            error: None,
+            config_notes: String::new(),
+        };
+        match one_row(paths, &apt, &work, row, k, &accel, args.timeout) {
+            Ok((checks, notes)) => {
+                o.checks = checks;
+                o.config_notes = notes;
+            }
+            Err(e) => o.error = Some(format!("{e:#}")),
+        }
+        o.seconds = started.elapsed().as_secs_f64();
+        print_row(&o);
+        outcomes.push(o);
+    }
+    let page = page(&outcomes);
+    if args.store {
+        let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("matrix.md"), &page)?;
+        for r in &rows {
+            let log = work.join(format!("{}.console.log", r.name()));
+            if log.exists() {
+                std::fs::copy(&log, dir.join(format!("{}.console.log", r.name())))?;
+            }
+        }
+        eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
+    }
+    let failed = outcomes
+        .iter()
+        .filter(|o| o.error.is_some() || o.checks.iter().any(|c| c.verdict == Verdict::Fail))
+        .count();
+    if failed > 0 {
+        bail!("{failed} of {} rows failed", outcomes.len());
+    }
+    println!("xtask vm: {} passed, 0 failed", outcomes.len());
+    Ok(())
+}
+
+fn today() -> String {
+    cmd::output("date", Command::new("date").arg("+%Y-%m-%d"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "undated".into())
+}
+
+fn print_row(o: &Outcome) {
+    println!(
+        "== {} (Debian {}, {:.0} s, {})",
+        o.row.name(),
+        o.kernel,
+        o.seconds,
+        o.accel
+    );
+    if let Some(e) = &o.error {
+        println!("   FAIL: {e}");
+    }
+    for c in &o.checks {
+        println!("   {:<8} {:<42} {}", c.verdict.word(), c.name, c.detail);
+    }
+}
+
+/// The matrix page: one row per kernel x arch x NIC with each check's verdict and the time.
+fn page(outcomes: &[Outcome]) -> String {
+    let mut s = String::from(
+        "# rxsteer in QEMU guests over Debian's kernels\n\n\
+         Written by `cargo xtask vm` (`--all` for the whole matrix). Times are wall-clock of \
+         the whole row (boot, checks, power-off) under the accelerator named: under TCG they \
+         are emulation times, **not performance figures**.\n\n",
+    );
+    for o in outcomes {
+        let _ = writeln!(
+            s,
+            "## {}\n\nDebian kernel {}, {} vCPUs, {:.0} s, {}{}\n",
+            o.row.name(),
+            o.kernel,
+            o.row.cpus,
+            o.seconds,
+            o.accel,
+            o.config_notes
+        );
+        if let Some(e) = &o.error {
+            let _ = writeln!(s, "Row failed: `{}`\n", e.lines().next().unwrap_or(""));
+        }
+        if !o.checks.is_empty() {
+            s.push_str("| check | verdict | what it rests on |\n|---|---|---|\n");
+            for c in &o.checks {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} |",
+                    c.name,
+                    c.verdict.word(),
+                    c.detail.replace('|', "/")
+                );
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// Builds the guest for one row, boots it and judges what it gathered.
+fn one_row(
+    paths: &Paths,
+    apt: &apt::Apt,
+    work: &Path,
+    row: &Row,
+    k: &apt::Kernel,
+    accel: &qemu::Accel,
+    bound: Duration,
+) -> Result<(Vec<judge::Check>, String)> {
+    let unpacked = kernel::unpack(apt, k, &work.join("kernels"))?;
+    let bins = binaries(paths, row.arch, work)?;
+    let userland: Vec<String> = USERLAND
+        .iter()
+        .map(|p| format!("{p}:{}/bookworm", row.arch.debian()))
+        .collect();
+    let debs = apt.download(&userland)?;
+    // The row's own scratch folder, removed whatever happens: no image is left behind.
+    let scratch = Scratch(work.join(format!("run-{}-{}", std::process::id(), row.name())));
+    std::fs::create_dir_all(&scratch.0)?;
+    let initrd = scratch.0.join("initramfs.cpio");
+    write_initramfs(&initrd, &scratch.0, &debs, &unpacked, &bins, row)?;
+    let log = work.join(format!("{}.console.log", row.name()));
+    let console = qemu::Guest {
+        arch: row.arch,
+        nic: row.nic,
+        cpus: row.cpus,
+        memory_mb: 2048,
+        vmlinuz: &unpacked.vmlinuz,
+        initramfs: &initrd,
+        accel,
+    }
+    .run(bound, &log)?;
+    let evidence = judge::evidence(&console);
+    let notes = kernel_notes(&unpacked.config);
+    Ok((judge::judge(&evidence, row.nic, target_cpu(row)), notes))
+}
+
+/// The CPU cpumap steers to: the last one, away from where the NIC's interrupt lands.
+fn target_cpu(row: &Row) -> usize {
+    row.cpus as usize - 1
+}
+
+/// What differs per kernel, read from its config.
+fn kernel_notes(config: &str) -> String {
+    let has = |k: &str| {
+        config
+            .lines()
+            .any(|l| l == format!("{k}=y") || l == format!("{k}=m"))
+    };
+    let mut notes = Vec::new();
+    if !has("CONFIG_DEBUG_INFO_BTF") {
+        notes.push("no BTF");
+    }
+    if config.lines().any(|l| l == "CONFIG_NET_SCH_INGRESS=m") {
+        notes.push("sch_ingress and cls_bpf are modules (loaded for clsact)");
+    }
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; kernel config: {}", notes.join(", "))
+    }
+}
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// rxsteer and rxload for the guest's architecture, release builds stripped of debug info
+/// (the initramfs is unpacked into the guest's memory).
+fn binaries(paths: &Paths, arch: Arch, work: &Path) -> Result<[PathBuf; 2]> {
+    crate::build_ebpf(paths)?;
+    let (dir, strip) = match arch {
+        Arch::X86_64 => {
+            cmd::run(
+                "vm (build rxsteer and rxload)",
+                cmd::cargo(None)
+                    .args(["build", "--release", "-p", "rxsteer", "-p", "rxload"])
+                    .current_dir(&paths.root),
+            )?;
+            (paths.root.join("target/release"), "strip")
+        }
+        Arch::Aarch64 => (
+            crate::cross::build(paths, crate::cross::AARCH64)?,
+            "aarch64-linux-gnu-strip",
+        ),
+    };
+    let out = work.join(format!("bin-{}", arch.rust()));
+    std::fs::create_dir_all(&out)?;
+    let mut bins = Vec::new();
+    for b in ["rxsteer", "rxload"] {
+        let dst = out.join(b);
+        cmd::run(
+            "vm (strip)",
+            Command::new(strip)
+                .arg("--strip-debug")
+                .arg("-o")
+                .arg(&dst)
+                .arg(dir.join(b)),
+        )?;
+        bins.push(dst);
+    }
+    Ok([bins[0].clone(), bins[1].clone()])
+}
+
+fn write_initramfs(
+    path: &Path,
+    scratch: &Path,
+    debs: &[PathBuf],
+    k: &kernel::Unpacked,
+    bins: &[PathBuf; 2],
+    row: &Row,
+) -> Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut c = initramfs::Cpio::new(file);
+    for (i, deb) in debs.iter().enumerate() {
+        let tree = scratch.join(format!("deb{i}"));
+        cmd::run(
+            "vm (dpkg-deb -x)",
+            Command::new("dpkg-deb").arg("-x").arg(deb).arg(&tree),
+        )?;
+        c.tree(&tree)?;
+    }
+    // busybox-static puts its binary in usr/bin; the init script starts from /bin/busybox.
+    c.symlink("bin/busybox", "/usr/bin/busybox")?;
+    for (rel, plain) in &k.modules {
+        c.host_file(&format!("lib/modules/{}/{rel}", k.release), plain)?;
+    }
+    c.host_file("rxsteer/rxsteer", &bins[0])?;
+    c.host_file("rxsteer/rxload", &bins[1])?;
+    let env = format!(
+        "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\n",
+        row.nic.modules(),
+        target_cpu(row)
+    );
+    c.file("rxsteer/vm.env", 0o644, env.as_bytes())?;
+    c.file("init", 0o755, include_bytes!("guest.sh"))?;
+    c.finish().context("writing the initramfs")?;
+    Ok(())
+}
