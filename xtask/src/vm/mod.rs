@@ -256,19 +256,10 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         o.seconds = started.elapsed().as_secs_f64();
         print_row(&o);
         outcomes.push(o);
-    }
-    let page = page(&outcomes);
-    if args.store {
-        let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("matrix.md"), &page)?;
-        for r in &rows {
-            let log = work.join(format!("{}.console.log", r.name()));
-            if log.exists() {
-                std::fs::copy(&log, dir.join(format!("{}.console.log", r.name())))?;
-            }
+        // Stored after every row: a matrix cut short keeps what it ran, and says what it did not.
+        if args.store {
+            store(paths, &work, &outcomes, &rows[outcomes.len()..])?;
         }
-        eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
     }
     let failed = outcomes
         .iter()
@@ -278,6 +269,26 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         bail!("{failed} of {} rows failed", outcomes.len());
     }
     println!("xtask vm: {} passed, 0 failed", outcomes.len());
+    Ok(())
+}
+
+fn store(paths: &Paths, work: &Path, done: &[Outcome], left: &[Row]) -> Result<()> {
+    let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
+    std::fs::create_dir_all(&dir)?;
+    let mut text = page(done);
+    for r in left {
+        let _ = writeln!(text, "## {}
+
+Not run yet: the matrix was cut short before this row.\n", r.name());
+    }
+    std::fs::write(dir.join("matrix.md"), text)?;
+    for o in done {
+        let log = work.join(format!("{}.console.log", o.row.name()));
+        if log.exists() {
+            std::fs::copy(&log, dir.join(format!("{}.console.log", o.row.name())))?;
+        }
+    }
+    eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
     Ok(())
 }
 
