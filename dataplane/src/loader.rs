@@ -485,20 +485,23 @@ impl Dataplane {
     /// program (attached and detached at once: a trial, as xdp-tools do without netlink
     /// xdp-features), so what depends on the mode can be decided before anything changes.
     pub fn resolve_xdp_mode(&mut self, iface: &str, choice: XdpModeChoice) -> Result<XdpMode> {
-        Ok(match choice {
-            XdpModeChoice::Drv => XdpMode::Drv,
-            XdpModeChoice::Skb => XdpMode::Skb,
-            XdpModeChoice::Auto => {
-                let prog = xdp_mut(&mut self.ebpf, XDP_PASS)?;
-                match prog.attach(iface, AyaXdpMode::Driver) {
-                    Ok(link) => {
-                        prog.detach(link)?;
-                        XdpMode::Drv
-                    }
-                    Err(_) => XdpMode::Skb,
-                }
+        if choice == XdpModeChoice::Skb {
+            return Ok(XdpMode::Skb);
+        }
+        // A trial attach of a pass-all program in driver mode: auto learns what works, and drv
+        // is refused here, before anything is tuned or attached (a driver without native XDP,
+        // such as e1000 or r8169, answers EOPNOTSUPP).
+        let prog = xdp_mut(&mut self.ebpf, XDP_PASS)?;
+        match (prog.attach(iface, AyaXdpMode::Driver), choice) {
+            (Ok(link), _) => {
+                prog.detach(link)?;
+                Ok(XdpMode::Drv)
             }
-        })
+            (Err(_), XdpModeChoice::Auto) => Ok(XdpMode::Skb),
+            (Err(e), _) => {
+                bail!("{iface} has no native (driver) XDP: attaching in drv mode failed: {e}")
+            }
+        }
     }
 
     /// An XDP program, for BPF_PROG_TEST_RUN.

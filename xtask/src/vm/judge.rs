@@ -181,7 +181,8 @@ pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize) -> Vec<Check> {
             format!("rc {}: {drv_out}", d("drv-rc")),
         )
     } else {
-        let one_line = drv_out.trim_end_matches('|').split('|').count() <= 2;
+        // One line, before anything was tuned or attached.
+        let one_line = drv_out.trim_end_matches('|').split('|').count() == 1;
         Check {
             name: "xdp-mode drv".into(),
             verdict: if d("drv-rc") != "0" && one_line {

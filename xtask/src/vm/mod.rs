@@ -277,9 +277,13 @@ fn store(paths: &Paths, work: &Path, done: &[Outcome], left: &[Row]) -> Result<(
     std::fs::create_dir_all(&dir)?;
     let mut text = page(done);
     for r in left {
-        let _ = writeln!(text, "## {}
+        let _ = writeln!(
+            text,
+            "## {}
 
-Not run yet: the matrix was cut short before this row.\n", r.name());
+Not run yet: the matrix was cut short before this row.\n",
+            r.name()
+        );
     }
     std::fs::write(dir.join("matrix.md"), text)?;
     for o in done {
