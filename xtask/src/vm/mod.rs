@@ -232,8 +232,20 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     for r in &rows {
         kernels.push(apt::pick(&apt.kernels(r.arch)?, &r.kernel)?);
     }
+    // The binaries once per architecture, before any row: a row's time is its guest's.
+    let mut built: Vec<(Arch, [PathBuf; 2])> = Vec::new();
+    for r in &rows {
+        if !built.iter().any(|(a, _)| *a == r.arch) {
+            built.push((r.arch, binaries(paths, r.arch, &work)?));
+        }
+    }
     let mut outcomes = Vec::new();
     for (row, k) in rows.iter().zip(&kernels) {
+        let bins = &built
+            .iter()
+            .find(|(a, _)| *a == row.arch)
+            .expect("built above")
+            .1;
         let started = Instant::now();
         let accel = qemu::accel(row.arch);
         eprintln!("xtask vm: {} (Debian {}), {}", row.name(), k.abi, accel.why);
@@ -246,7 +258,7 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
             error: None,
             config_notes: String::new(),
         };
-        match one_row(paths, &apt, &work, row, k, &accel, args.timeout) {
+        match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
             Ok((checks, notes)) => {
                 o.checks = checks;
                 o.config_notes = notes;
@@ -275,7 +287,22 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
 fn store(paths: &Paths, work: &Path, done: &[Outcome], left: &[Row]) -> Result<()> {
     let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
     std::fs::create_dir_all(&dir)?;
-    let mut text = page(done);
+    let commit = cmd::output(
+        "vm (git rev-parse)",
+        Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .current_dir(&paths.root),
+    )
+    .unwrap_or_else(|_| "unknown".into());
+    let host = cmd::output("vm (uname)", Command::new("uname").arg("-r")).unwrap_or_default();
+    let mut text = format!(
+        "{}Commit {} (the binaries are built when the run starts), host kernel {}, `cargo xtask vm{}`.\n\n",
+        page_head(),
+        commit.trim(),
+        host.trim(),
+        std::env::args().skip(2).map(|a| format!(" {a}")).collect::<String>()
+    );
+    text.push_str(&page(done));
     for r in left {
         let _ = writeln!(
             text,
@@ -319,13 +346,16 @@ fn print_row(o: &Outcome) {
 }
 
 /// The matrix page: one row per kernel x arch x NIC with each check's verdict and the time.
+fn page_head() -> &'static str {
+    "# rxsteer in QEMU guests over Debian's kernels\n\n\
+     Written by `cargo xtask vm` (`--all` for the whole matrix; docs/vm.md says what each \
+     check means). Times are wall-clock of the whole row (initramfs, boot, checks, power-off) \
+     under the accelerator named: under TCG they are emulation times, **not performance \
+     figures**.\n\n"
+}
+
 fn page(outcomes: &[Outcome]) -> String {
-    let mut s = String::from(
-        "# rxsteer in QEMU guests over Debian's kernels\n\n\
-         Written by `cargo xtask vm` (`--all` for the whole matrix). Times are wall-clock of \
-         the whole row (boot, checks, power-off) under the accelerator named: under TCG they \
-         are emulation times, **not performance figures**.\n\n",
-    );
+    let mut s = String::new();
     for o in outcomes {
         let _ = writeln!(
             s,
@@ -359,16 +389,15 @@ fn page(outcomes: &[Outcome]) -> String {
 
 /// Builds the guest for one row, boots it and judges what it gathered.
 fn one_row(
-    paths: &Paths,
     apt: &apt::Apt,
     work: &Path,
     row: &Row,
     k: &apt::Kernel,
+    bins: &[PathBuf; 2],
     accel: &qemu::Accel,
     bound: Duration,
 ) -> Result<(Vec<judge::Check>, String)> {
     let unpacked = kernel::unpack(apt, k, &work.join("kernels"))?;
-    let bins = binaries(paths, row.arch, work)?;
     let userland: Vec<String> = USERLAND
         .iter()
         .map(|p| format!("{p}:{}/bookworm", row.arch.debian()))
@@ -378,7 +407,7 @@ fn one_row(
     let scratch = Scratch(work.join(format!("run-{}-{}", std::process::id(), row.name())));
     std::fs::create_dir_all(&scratch.0)?;
     let initrd = scratch.0.join("initramfs.cpio");
-    write_initramfs(&initrd, &scratch.0, &debs, &unpacked, &bins, row)?;
+    write_initramfs(&initrd, &scratch.0, &debs, &unpacked, bins, row)?;
     let log = work.join(format!("{}.console.log", row.name()));
     let console = qemu::Guest {
         arch: row.arch,
