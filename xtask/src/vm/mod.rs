@@ -112,6 +112,22 @@ pub struct VmArgs {
     pub store: bool,
 }
 
+impl VmArgs {
+    /// The flags of `--all`: the whole matrix, for the page's list of rows.
+    fn every_row() -> Self {
+        Self {
+            kernel: String::new(),
+            arch: Arch::X86_64,
+            nic: Nic::E1000,
+            cpus: 2,
+            all: true,
+            list: false,
+            timeout: Duration::ZERO,
+            store: false,
+        }
+    }
+}
+
 /// One row of the matrix.
 #[derive(Clone, Debug)]
 struct Row {
@@ -270,7 +286,7 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         outcomes.push(o);
         // Stored after every row: a matrix cut short keeps what it ran, and says what it did not.
         if args.store {
-            store(paths, &work, &outcomes, &rows[outcomes.len()..])?;
+            store(paths, &work, outcomes.last().expect("pushed above"))?;
         }
     }
     let failed = outcomes
@@ -284,41 +300,48 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     Ok(())
 }
 
-fn store(paths: &Paths, work: &Path, done: &[Outcome], left: &[Row]) -> Result<()> {
+/// Stores one row: its section (`<row>.md`, with the commit it was built from) and console
+/// under results/<date>-vm-matrix/, then writes matrix.md again from every section there, in
+/// the matrix's order. Rows run by separate invocations of the same day add up; a row run
+/// again replaces its section.
+fn store(paths: &Paths, work: &Path, o: &Outcome) -> Result<()> {
     let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
     std::fs::create_dir_all(&dir)?;
     let commit = cmd::output(
-        "vm (git rev-parse)",
+        "vm (git describe)",
         Command::new("git")
             .args(["describe", "--always", "--dirty"])
             .current_dir(&paths.root),
     )
     .unwrap_or_else(|_| "unknown".into());
     let host = cmd::output("vm (uname)", Command::new("uname").arg("-r")).unwrap_or_default();
-    let mut text = format!(
-        "{}Commit {} (the binaries are built when the run starts), host kernel {}, `cargo xtask vm{}`.\n\n",
-        page_head(),
+    let section = format!(
+        "{}Built from {}, on a host running {}, by `cargo xtask vm{}`.\n\n",
+        page(std::slice::from_ref(o)),
         commit.trim(),
         host.trim(),
-        std::env::args().skip(2).map(|a| format!(" {a}")).collect::<String>()
+        std::env::args()
+            .skip(2)
+            .map(|a| format!(" {a}"))
+            .collect::<String>()
     );
-    text.push_str(&page(done));
-    for r in left {
-        let _ = writeln!(
-            text,
-            "## {}
-
-Not run yet: the matrix was cut short before this row.\n",
-            r.name()
-        );
+    let name = o.row.name();
+    std::fs::write(dir.join(format!("{name}.md")), section)?;
+    let log = work.join(format!("{name}.console.log"));
+    if log.exists() {
+        std::fs::copy(&log, dir.join(format!("{name}.console.log")))?;
     }
-    std::fs::write(dir.join("matrix.md"), text)?;
-    for o in done {
-        let log = work.join(format!("{}.console.log", o.row.name()));
-        if log.exists() {
-            std::fs::copy(&log, dir.join(format!("{}.console.log", o.row.name())))?;
+    let all = matrix(&VmArgs::every_row());
+    let mut text = page_head().to_string();
+    for r in &all {
+        match std::fs::read_to_string(dir.join(format!("{}.md", r.name()))) {
+            Ok(sec) => text.push_str(&sec),
+            Err(_) => {
+                let _ = writeln!(text, "## {}\n\nNot run.\n", r.name());
+            }
         }
     }
+    std::fs::write(dir.join("matrix.md"), text)?;
     eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
     Ok(())
 }

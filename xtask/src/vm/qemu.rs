@@ -127,6 +127,14 @@ impl Guest<'_> {
     /// 20 lines; so does a guest that ends without saying it is done (a panic).
     pub fn run(&self, bound: Duration, log: &Path) -> Result<Vec<String>> {
         let mut cmd = self.command();
+        // The guest dies with xtask, however xtask ends (SIGKILL included).
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
