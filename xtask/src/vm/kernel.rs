@@ -43,7 +43,10 @@ pub fn unpack(apt: &Apt, k: &Kernel, dir: &Path) -> Result<Unpacked> {
         let name = image.split(':').next().unwrap_or_default().to_string();
         let mut packages = vec![image.clone()];
         for d in apt.depends(&format!("{name}:{}", k.arch.debian()))? {
-            if d.starts_with("linux-binary-") || d.starts_with("linux-modules-") {
+            if ["linux-binary-", "linux-modules-", "linux-base-"]
+                .iter()
+                .any(|p| d.starts_with(p))
+            {
                 packages.push(format!("{d}:{}", k.arch.debian()));
             }
         }
@@ -58,30 +61,58 @@ pub fn unpack(apt: &Apt, k: &Kernel, dir: &Path) -> Result<Unpacked> {
         }
         std::fs::write(&done, b"")?;
     }
-    let boot = root.join("boot");
-    let vmlinuz = std::fs::read_dir(&boot)
-        .with_context(|| format!("{}: no boot/ in the kernel packages", root.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
-        })
-        .context("no vmlinuz in the kernel packages")?;
-    let release = vmlinuz.file_name().unwrap().to_string_lossy()["vmlinuz-".len()..].to_string();
-    let config =
-        std::fs::read_to_string(boot.join(format!("config-{release}"))).unwrap_or_default();
+    let (vmlinuz, release) = find_vmlinuz(&root)?;
     let moddir = ["lib/modules", "usr/lib/modules"]
         .iter()
         .map(|m| root.join(m).join(&release))
         .find(|p| p.is_dir())
         .context("no lib/modules/<release> in the kernel packages")?;
+    // boot/config-<release> (6.x), or beside the modules (the split packages of 7.x).
+    let config = [
+        root.join(format!("boot/config-{release}")),
+        moddir.join("config"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .unwrap_or_default();
     let modules = closure(&moddir, &root.join("plain"))?;
     Ok(Unpacked {
         vmlinuz,
         release,
         modules,
         config,
+    })
+}
+
+/// The kernel image and its release: boot/vmlinuz-<release> in a linux-image package, or
+/// usr/lib/modules/<release>/vmlinuz in the linux-binary package of a split kernel.
+fn find_vmlinuz(root: &Path) -> Result<(PathBuf, String)> {
+    let in_boot = std::fs::read_dir(root.join("boot"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("vmlinuz-")
+                .map(|r| (e.path(), r.to_string()))
+        });
+    let beside_modules = || {
+        ["lib/modules", "usr/lib/modules"].iter().find_map(|m| {
+            std::fs::read_dir(root.join(m))
+                .ok()?
+                .flatten()
+                .find_map(|e| {
+                    let v = e.path().join("vmlinuz");
+                    v.exists()
+                        .then(|| (v, e.file_name().to_string_lossy().into_owned()))
+                })
+        })
+    };
+    in_boot.or_else(beside_modules).with_context(|| {
+        format!(
+            "{}: no vmlinuz in the kernel packages (boot/ or lib/modules/*/)",
+            root.display()
+        )
     })
 }
 
