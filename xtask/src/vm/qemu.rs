@@ -78,7 +78,8 @@ impl Guest<'_> {
             Arch::Aarch64 => {
                 let mut c = Command::new("qemu-system-aarch64");
                 // aya moved off -cpu max after a QEMU bug; neoverse-n1 is the GB10's kind of core.
-                c.args(["-machine", "virt", "-cpu", "neoverse-n1"]);
+                // GICv3: the default GICv2 takes at most 8 CPUs (and the GB10 has a GICv3).
+                c.args(["-machine", "virt,gic-version=3", "-cpu", "neoverse-n1"]);
                 c
             }
         };
