@@ -498,9 +498,10 @@ impl Dataplane {
                 Ok(XdpMode::Drv)
             }
             (Err(_), XdpModeChoice::Auto) => Ok(XdpMode::Skb),
-            (Err(e), _) => {
-                bail!("{iface} has no native (driver) XDP: attaching in drv mode failed: {e}")
-            }
+            // The kernel's reason (EOPNOTSUPP) is the source: kept in the one line.
+            (Err(e), _) => Err(anyhow::Error::from(e).context(format!(
+                "{iface} has no native (driver) XDP: attaching in drv mode failed"
+            ))),
         }
     }
 
