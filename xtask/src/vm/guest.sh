@@ -74,34 +74,30 @@ check serve load 50
 # Every program loads (the observer's, then cpumap's below); the verifier's words on failure.
 # Counting: rxsteer top's per-CPU packets against the driver's own rx_packets, over a window
 # with only our load on the wire.
+# under NAME COMMAND...: runs an observing command (JSON lines) in the background, the load
+# once it has begun, and reports its exit, the load's, its stderr (whole, for the stored
+# console: a verifier's log runs to hundreds of lines) and its samples.
+under() {
+  name=$1; shift
+  "$@" --json --count "$VM_TOP_INTERVALS" --interval 1s >/tmp/$name.json 2>/tmp/$name.err &
+  pid=$!
+  for i in $(seq 50); do [ -s /tmp/$name.json ] && break; sleep 0.2; done
+  load "$VM_REQUESTS" >/tmp/load.out 2>&1
+  say data $name-load-rc $?
+  wait $pid
+  say data $name-rc $?
+  say data $name-stderr "$(oneline </tmp/$name.err)"
+  sed "s/^/RXVM log $name: /" /tmp/$name.err
+  while read -r l; do say json $name "$l"; done </tmp/$name.json
+}
 rx0=$(cat /sys/class/net/$SRV/statistics/rx_packets)
-rxsteer top --iface "$SRV" --json --count "$VM_TOP_INTERVALS" --interval 1s >/tmp/top.json 2>/tmp/top.err &
-top=$!
-for i in $(seq 50); do [ -s /tmp/top.json ] && break; sleep 0.2; done
-load "$VM_REQUESTS" >/tmp/load.out 2>&1
-say data top-load-rc $?
-wait $top
-say data top-rc $?
+under top rxsteer top --iface "$SRV"
 rx1=$(cat /sys/class/net/$SRV/statistics/rx_packets)
 say data rx-packets $((rx1 - rx0))
-say data top-stderr "$(oneline </tmp/top.err)"
-# Whole, for the stored console: a verifier's log runs to hundreds of lines.
-sed 's/^/RXVM log top: /' /tmp/top.err
-while read -r l; do say json top "$l"; done </tmp/top.json
 
 # XDP mode: auto must choose by itself (skb without native XDP), drv must be refused there.
-rxsteer attach --iface "$SRV" --steer cpumap --http-cpus "$VM_TARGET_CPU" --zap-cpus 0 \
-  --other-cpus 0 --xdp-mode auto --json --count "$VM_TOP_INTERVALS" --interval 1s \
-  >/tmp/attach.json 2>/tmp/attach.err &
-att=$!
-for i in $(seq 50); do [ -s /tmp/attach.json ] && break; sleep 0.2; done
-load "$VM_REQUESTS" >/tmp/load.out 2>&1
-say data attach-load-rc $?
-wait $att
-say data attach-rc $?
-say data attach-stderr "$(oneline </tmp/attach.err)"
-sed 's/^/RXVM log attach: /' /tmp/attach.err
-while read -r l; do say json attach "$l"; done </tmp/attach.json
+under attach rxsteer attach --iface "$SRV" --steer cpumap --http-cpus "$VM_TARGET_CPU" \
+  --zap-cpus 0 --other-cpus 0 --xdp-mode auto
 say data xdp-after "$(ip -d link show "$SRV" | grep -c prog/xdp)"
 rxsteer attach --iface "$SRV" --steer cpumap --xdp-mode drv --count 1 >/tmp/drv.out 2>&1
 say data drv-rc $?
