@@ -228,19 +228,7 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     let work = paths.root.join("target/vm");
     let apt = apt::Apt::open(&work.join("apt"))?;
     if args.list {
-        for arch in [Arch::X86_64, Arch::Aarch64] {
-            let lines = apt::newest_per_line(&apt.kernels(arch)?);
-            println!(
-                "{}: {}",
-                arch.rust(),
-                lines
-                    .iter()
-                    .map(|k| format!("{} ({})", k.line, k.abi))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        return Ok(());
+        return list(&apt);
     }
     let rows = matrix(args);
     // The kernels first: a --kernel that does not exist is refused before anything builds.
@@ -265,23 +253,20 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         let started = Instant::now();
         let accel = qemu::accel(row.arch);
         eprintln!("xtask vm: {} (Debian {}), {}", row.name(), k.abi, accel.why);
-        let mut o = Outcome {
+        let (checks, config_notes, error) =
+            match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
+                Ok((checks, notes)) => (checks, notes, None),
+                Err(e) => (Vec::new(), String::new(), Some(format!("{e:#}"))),
+            };
+        let o = Outcome {
             row: row.clone(),
             kernel: k.abi.clone(),
-            accel: accel.why.clone(),
-            seconds: 0.0,
-            checks: Vec::new(),
-            error: None,
-            config_notes: String::new(),
+            accel: accel.why,
+            seconds: started.elapsed().as_secs_f64(),
+            checks,
+            error,
+            config_notes,
         };
-        match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
-            Ok((checks, notes)) => {
-                o.checks = checks;
-                o.config_notes = notes;
-            }
-            Err(e) => o.error = Some(format!("{e:#}")),
-        }
-        o.seconds = started.elapsed().as_secs_f64();
         print_row(&o);
         outcomes.push(o);
         // Stored after every row: a matrix cut short keeps what it ran, and says what it did not.
@@ -343,6 +328,19 @@ fn store(paths: &Paths, work: &Path, o: &Outcome) -> Result<()> {
     }
     std::fs::write(dir.join("matrix.md"), text)?;
     eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
+    Ok(())
+}
+
+/// `--list`: the newest kernel of each line Debian has, per architecture.
+fn list(apt: &apt::Apt) -> Result<()> {
+    for arch in [Arch::X86_64, Arch::Aarch64] {
+        let lines = apt::newest_per_line(&apt.kernels(arch)?);
+        let shown: Vec<String> = lines
+            .iter()
+            .map(|k| format!("{} ({})", k.line, k.abi))
+            .collect();
+        println!("{}: {}", arch.rust(), shown.join(", "));
+    }
     Ok(())
 }
 
