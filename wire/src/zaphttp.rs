@@ -148,13 +148,15 @@ pub fn decode_request(frame: &[u8]) -> Result<RequestView<'_>, ZapError> {
     let m = message_of(frame, FRAME_REQUEST)?;
     let r = m.root;
     let method = m.bytes_slot(r);
+    // The body's place once; its bytes are that range of the message.
+    let body_at = m.slot_range(r + 32);
     Ok(RequestView {
         method: if method.is_empty() { b"GET" } else { method },
         target: m.bytes_slot(r + 8),
         proto: m.bytes_slot(r + 16),
         headers: Pairs::parse(m.bytes_slot(r + 24))?,
-        body: m.bytes_slot(r + 32),
-        body_at: m.slot_range(r + 32),
+        body: &m.bytes[body_at.clone()],
+        body_at,
         trailer: Pairs::parse(m.bytes_slot(r + 40))?,
     })
 }
@@ -163,13 +165,14 @@ pub fn decode_request(frame: &[u8]) -> Result<RequestView<'_>, ZapError> {
 pub fn decode_response(frame: &[u8]) -> Result<ResponseView<'_>, ZapError> {
     let m = message_of(frame, FRAME_RESPONSE)?;
     let r = m.root;
+    let body_at = m.slot_range(r + 32);
     Ok(ResponseView {
         status: u16_at(m.bytes, r),
         reason: m.bytes_slot(r + 8),
         proto: m.bytes_slot(r + 16),
         headers: Pairs::parse(m.bytes_slot(r + 24))?,
-        body: m.bytes_slot(r + 32),
-        body_at: m.slot_range(r + 32),
+        body: &m.bytes[body_at.clone()],
+        body_at,
         trailer: Pairs::parse(m.bytes_slot(r + 40))?,
     })
 }
