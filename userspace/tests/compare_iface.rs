@@ -58,6 +58,69 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// `--loader netns:NAME`: rxload in a namespace of this host that holds the other end of the
+/// wire (as a VM's second NIC does), so the load crosses the interface's receive queue. The
+/// namespace is checked before anything changes, and it is not deleted afterwards.
+#[test]
+#[ignore = "needs root: attaches to and tunes a veth interface"]
+fn netns_loader_drives_the_load_across_the_wire_and_leaves_its_namespace() {
+    let lab = common::nic_lab('w');
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-w-{}", std::process::id()));
+    let missing = common::compare_on_iface(&lab, &["netns:rxs-no-such-ns"])
+        .args([
+            "--steer", "rps", "--proto", "http", "--reps", "1", "--no-tui",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success(), "{err}");
+    assert!(
+        err.contains("--loader netns:rxs-no-such-ns: no such network namespace"),
+        "{err}"
+    );
+    let rx0 = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap();
+    let loader = format!("netns:{}", lab.client.name());
+    let out = common::compare_on_iface(&lab, &[&loader])
+        .args([
+            "--steer", "rps", "--proto", "http", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains("never crosses"),
+        "no local-loader caveat: {err}"
+    );
+    let run = read_run(&out_dir);
+    let served: f64 = run["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["req_per_s"].as_f64().unwrap() * r["measured_s"].as_f64().unwrap_or(1.0))
+        .sum();
+    assert!(served > 100.0, "{run}");
+    assert!(
+        run["setup"]["loader"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("network namespace {}", lab.client.name())),
+        "{run}"
+    );
+    // The requests came across the wire: the server's interface received them.
+    let rx = lab.server.link_stat(&lab.server_dev, "rx_packets").unwrap() - rx0;
+    assert!(rx as f64 >= served, "{rx} packets for {served:.0} requests");
+    assert!(
+        std::path::Path::new("/run/netns")
+            .join(lab.client.name())
+            .exists(),
+        "the loader's namespace is the user's and stays"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 #[test]
 #[ignore = "needs root: attaches to and tunes a veth interface"]
 fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {

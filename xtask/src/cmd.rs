@@ -103,3 +103,15 @@ pub fn cargo(toolchain: Option<&str>) -> Command {
     }
     c
 }
+
+/// A flag given a value that does not exist (xtask exits 2 with it, as for clap's refusals).
+#[derive(Debug)]
+pub struct BadValue(pub String);
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadValue {}

@@ -90,7 +90,16 @@ enum Which {
 fn main() {
     if let Err(e) = real_main() {
         eprintln!("xtask: {e:#}");
-        std::process::exit(1);
+        // A flag's value refused (2, as clap's own refusals), a signal (130, as a shell
+        // reports Ctrl-C), else a failure (1).
+        let code = if e.is::<cmd::BadValue>() {
+            2
+        } else if e.is::<vm::interrupt::Interrupted>() {
+            130
+        } else {
+            1
+        };
+        std::process::exit(code);
     }
 }
 

@@ -172,7 +172,8 @@ pub struct CompareArgs {
     /// to IF, and the load comes from --loader.
     #[arg(long)]
     pub iface: Option<String>,
-    /// With --iface: local (rxload on this host, to IF's address), ssh://[user@]host[:port]
+    /// With --iface: local (rxload on this host, to IF's address), netns:NAME (rxload in that
+    /// network namespace of this host, which holds a NIC cabled to IF), ssh://[user@]host[:port]
     /// (rxload copied to that machine and run there; repeat for several loaders, merged), or
     /// external (someone else drives ports 8080/9653; rxsteer only observes each window).
     #[arg(long, value_parser = load::parse_loader)]

@@ -1,5 +1,7 @@
 //! Who drives the load, and how rxload is started for one protocol: in the lab's client
-//! namespace pinned to the loader CPUs, on this host (`--loader local`), on other machines
+//! namespace pinned to the loader CPUs, on this host (`--loader local`), in a network
+//! namespace of this host that holds a NIC wired to the interface (`--loader netns:NAME`),
+//! on other machines
 //! over ssh (`--loader ssh://...`, several at once, merged), or by someone else (`--loader
 //! external`: rxsteer only observes for the measured time).
 use anyhow::{bail, Context, Result};
@@ -27,6 +29,13 @@ pub enum Loader<'a> {
     Lab { ns: &'a Netns, cpus: Vec<u32> },
     /// rxload on this host (pinned when CPUs are given).
     Local { cpus: Option<Vec<u32>> },
+    /// rxload in an existing network namespace of this host (one we did not create, so it
+    /// is not ours to delete): a second NIC there, cabled to the interface, carries the load
+    /// across its receive queue, as a VM's two NICs on one wire do.
+    Netns {
+        name: String,
+        cpus: Option<Vec<u32>>,
+    },
     /// rxload on other machines, over ssh.
     Ssh(SshLoaders),
     /// Someone else drives the load; only observe.
@@ -38,6 +47,7 @@ pub enum Loader<'a> {
 pub enum LoaderArg {
     Local,
     External,
+    Netns(String),
     Ssh(SshDest),
 }
 
@@ -46,13 +56,29 @@ pub fn parse_loader(s: &str) -> Result<LoaderArg, String> {
         "local" => Ok(LoaderArg::Local),
         "external" => Ok(LoaderArg::External),
         _ if s.starts_with("ssh://") => parse_dest(s).map(LoaderArg::Ssh),
+        _ if s.starts_with("netns:") => {
+            let name = &s["netns:".len()..];
+            // ip netns keeps a namespace as /run/netns/NAME: one path component.
+            let ok = !name.is_empty()
+                && name != "."
+                && name != ".."
+                && name.len() <= 255
+                && !name
+                    .bytes()
+                    .any(|b| b == b'/' || b.is_ascii_whitespace() || b == 0);
+            if ok {
+                Ok(LoaderArg::Netns(name.to_string()))
+            } else {
+                Err(format!("--loader {s:?}: netns:NAME needs a namespace name (as `ip netns list` shows it)"))
+            }
+        }
         _ => Err(format!(
-            "--loader {s:?}: expected local, external or ssh://[user@]host[:port]"
+            "--loader {s:?}: expected local, external, netns:NAME or ssh://[user@]host[:port]"
         )),
     }
 }
 
-/// The ssh destinations of the --loader values; local and external stand alone.
+/// The ssh destinations of the --loader values; local, netns and external stand alone.
 pub fn ssh_dests(args: &[LoaderArg]) -> Result<Vec<SshDest>> {
     let ssh: Vec<SshDest> = args
         .iter()
@@ -62,10 +88,10 @@ pub fn ssh_dests(args: &[LoaderArg]) -> Result<Vec<SshDest>> {
         })
         .collect();
     if !ssh.is_empty() && ssh.len() != args.len() {
-        bail!("--loader local or external cannot be mixed with ssh:// loaders");
+        bail!("--loader local, netns or external cannot be mixed with ssh:// loaders");
     }
     if ssh.is_empty() && args.len() > 1 {
-        bail!("--loader local or external is given once");
+        bail!("--loader local, netns or external is given once");
     }
     Ok(ssh)
 }
@@ -172,6 +198,13 @@ impl Loader<'_> {
                 format!("rxload on this host on CPUs {}", format_cpu_list(c))
             }
             Loader::Local { cpus: None } => "rxload on this host".into(),
+            Loader::Netns { name, cpus } => format!(
+                "rxload in network namespace {name} of this host{}",
+                cpus.as_ref().map_or(String::new(), |c| format!(
+                    " on CPUs {}",
+                    format_cpu_list(c)
+                ))
+            ),
             Loader::Ssh(s) => format!(
                 "rxload over ssh on {}",
                 s.dests
@@ -213,6 +246,15 @@ impl Loader<'_> {
                 local(c)
             }
             Loader::Local { cpus: None } => local(Command::new(&rxload)),
+            Loader::Netns { name, cpus } => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", name]);
+                if let Some(cpus) = cpus {
+                    c.args(["taskset", "-c", &format_cpu_list(cpus)]);
+                }
+                c.arg(&rxload);
+                local(c)
+            }
             Loader::Ssh(s) => s
                 .dests
                 .iter()
@@ -327,8 +369,19 @@ mod tests {
         ));
         assert!(parse_loader("ftp://h")
             .unwrap_err()
-            .contains("expected local, external"));
+            .contains("expected local, external, netns:NAME"));
+        assert_eq!(
+            parse_loader("netns:client").unwrap(),
+            LoaderArg::Netns("client".into())
+        );
+        for bad in ["netns:", "netns:a/b", "netns:..", "netns:a b"] {
+            assert!(
+                parse_loader(bad).unwrap_err().contains("netns:NAME"),
+                "{bad}"
+            );
+        }
         let ssh = |h: &str| parse_loader(&format!("ssh://{h}")).unwrap();
+        assert!(ssh_dests(&[LoaderArg::Netns("n".into()), ssh("a")]).is_err());
         assert_eq!(ssh_dests(&[ssh("a"), ssh("b")]).unwrap().len(), 2);
         assert!(ssh_dests(&[LoaderArg::Local, ssh("a")]).is_err());
         assert!(ssh_dests(&[LoaderArg::Local, LoaderArg::External]).is_err());

@@ -140,6 +140,17 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         )?)
     } else if external {
         Loader::External
+    } else if let [LoaderArg::Netns(name)] = &args.loader[..] {
+        // Checked now, before anything on this host changes.
+        if !std::path::Path::new("/run/netns").join(name).exists() {
+            anyhow::bail!(
+                "--loader netns:{name}: no such network namespace (ip netns list shows the ones there are)"
+            );
+        }
+        Loader::Netns {
+            name: name.clone(),
+            cpus: args.roles.loader_cpus.clone().map(|c| c.0),
+        }
     } else {
         Loader::Local {
             cpus: args.roles.loader_cpus.clone().map(|c| c.0),

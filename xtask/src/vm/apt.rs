@@ -3,7 +3,7 @@
 //! for amd64 and arm64), lists and cache, so the host's apt never sees these suites or the
 //! foreign architecture. Kernels are found by line (6.1, 6.12, ...) in those lists, never by a
 //! version written here.
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -231,10 +231,16 @@ pub fn pick(all: &[Kernel], want: &str) -> Result<Kernel> {
     };
     match found {
         Some(k) => Ok(k),
-        None => bail!(
-            "--kernel {want}: no such Debian kernel line for this arch; these exist: {} (or newest)",
-            lines.iter().map(|k| k.line.as_str()).collect::<Vec<_>>().join(", ")
-        ),
+        None => Err(crate::cmd::BadValue(format!(
+            "--kernel {want}: no such Debian kernel line for {}; these exist: {} (or newest)",
+            all.first().map_or("this arch", |k| k.arch.rust()),
+            lines
+                .iter()
+                .map(|k| k.line.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
     }
 }
 
@@ -264,7 +270,9 @@ mod tests {
         let abis: Vec<_> = lines.iter().map(|k| k.abi.as_str()).collect();
         assert_eq!(abis, ["6.1.0-50", "6.12.111+deb12", "7.3.4+deb13"]);
         assert_eq!(pick(&all, "newest").unwrap().abi, "7.3.4+deb13");
-        let e = pick(&all, "9.99").unwrap_err().to_string();
+        let e = pick(&all, "9.99").unwrap_err();
+        assert!(e.is::<crate::cmd::BadValue>(), "exits 2");
+        let e = e.to_string();
         assert!(
             e.contains("--kernel 9.99") && e.contains("6.1, 6.12, 7.3"),
             "{e}"

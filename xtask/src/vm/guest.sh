@@ -67,6 +67,7 @@ if [ $up = 0 ]; then say check link fail "no ping across the wire: $(ip -br link
 say check link pass "$SRV <-> $CLI"
 
 rxsteer serve --http 10.199.0.1:8080 --zap 10.199.0.1:9653 --threads 1 >/tmp/serve.log 2>&1 &
+serve=$!
 sleep 1
 load() { ip netns exec client rxload "http://10.199.0.1:8080/health" -c 2 -t 1 -n "$1" --warmup 0s; }
 check serve load 50
@@ -118,4 +119,22 @@ rxsteer restore >>/tmp/tune.out 2>&1
 say data tune-restore-rc $?
 say data tune-restored "$(values | oneline)"
 say data tune-out "$(oneline </tmp/tune.out)"
+
+# The main job on the real NIC, as a user runs it (`cargo xtask run --iface` runs this): every
+# arm, both protocols, one short repetition, the load from the namespace across the wire. Its
+# own servers take the ports: ours goes first.
+kill $serve; wait $serve 2>/dev/null
+rxsteer compare --iface "$SRV" --loader netns:client --reps 1 -d "$VM_COMPARE_MEASURE" \
+  --warmup 500ms -c 4 --force --no-tui --out /tmp/run >/tmp/compare.out 2>&1
+say data compare-rc $?
+sed "s/^/RXVM log compare: /" /tmp/compare.out
+say data compare-files "$(ls /tmp/run 2>/dev/null | grep -c .)"
+# What the report says it ran on: the machine line, the interface line and each arm's XDP mode.
+say data report-machine "$(grep -m1 '^Machine:' /tmp/run/report.md)"
+say data report-iface "$(grep -m1 '^Interface driver' /tmp/run/report.md)"
+# (the XDP mode is the last column of the table of where the receive work went)
+say data report-xdp "$(awk -F'|' '/XDP mode \|$/ {t=1} /^$/ {t=0} t && /^\| XDP cpumap \|/ {print $(NF-1)}' \
+  /tmp/run/report.md | tr -d ' ' | sort -u | oneline)"
+sed "s/^/RXVM log report: /" /tmp/run/report.md 2>/dev/null
+say data compare-left "$(ip -d link show "$SRV" | grep -c prog/xdp) $(values | oneline)"
 finish

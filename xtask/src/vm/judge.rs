@@ -130,6 +130,7 @@ pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize) -> Vec<Check> {
     out.extend(observing(e));
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
+    out.extend(main_job(e, nic));
     out
 }
 
@@ -237,6 +238,45 @@ fn tuning(e: &Evidence) -> Vec<Check> {
     ]
 }
 
+/// The main job on the real NIC (`rxsteer compare --iface`, the loader across the wire): it
+/// ends with rc 0, its report names the guest's kernel, the NIC's driver and the XDP mode
+/// cpumap ran in, and it leaves no XDP program and every queue value as it found them.
+fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
+    let release = e
+        .boot
+        .as_deref()
+        .and_then(|b| b.split_whitespace().find_map(|w| w.strip_prefix("kernel=")))
+        .unwrap_or("?");
+    let (machine, iface, xdp) = (
+        e.d("report-machine"),
+        e.d("report-iface"),
+        e.d("report-xdp").trim_end_matches('|'),
+    );
+    let want_xdp = if nic.native_xdp() { "drv" } else { "skb" };
+    let named = machine.contains(&format!("kernel {release}"))
+        && iface.contains(&format!("driver {}", nic.driver()))
+        && xdp == want_xdp;
+    let left = e.d("compare-left");
+    let clean = format!("0 {}", e.d("tune-before"));
+    vec![
+        check(
+            "main job on the NIC (compare --iface)",
+            e.d("compare-rc") == "0" && named,
+            format!(
+                "rc {}; {} files; report: \"{machine}\" \"{iface}\" cpumap XDP mode {xdp} (expected kernel {release}, driver {}, {want_xdp})",
+                e.d("compare-rc"),
+                e.d("compare-files"),
+                nic.driver()
+            ),
+        ),
+        check(
+            "main job leaves the NIC as found",
+            left == clean.trim_end(),
+            format!("prog/xdp lines and queue values after: {left}"),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,7 +296,7 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 12, "{names:?}");
+        assert_eq!(names.len(), 14, "{names:?}");
         for c in &checks {
             let want = if c.name == "xdp-mode drv" {
                 Verdict::Refused

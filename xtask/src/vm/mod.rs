@@ -6,6 +6,7 @@
 //! Timing figures from a TCG guest are not performance figures: none are taken here.
 mod apt;
 mod initramfs;
+pub mod interrupt;
 mod judge;
 mod kernel;
 mod qemu;
@@ -243,6 +244,8 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
             built.push((r.arch, binaries(paths, r.arch, &work)?));
         }
     }
+    remove_leftovers(&work);
+    interrupt::catch();
     let mut outcomes = Vec::new();
     for (row, k) in rows.iter().zip(&kernels) {
         let bins = &built
@@ -256,6 +259,8 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         let (checks, config_notes, error) =
             match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
                 Ok((checks, notes)) => (checks, notes, None),
+                // Not a verdict on the row: nothing of it is stored, and no row runs after it.
+                Err(e) if e.is::<interrupt::Interrupted>() => return Err(e),
                 Err(e) => (Vec::new(), String::new(), Some(format!("{e:#}"))),
             };
         let o = Outcome {
@@ -283,6 +288,28 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     }
     println!("xtask vm: {} passed, 0 failed", outcomes.len());
     Ok(())
+}
+
+/// Scratch folders of an earlier xtask that could not clean up (SIGKILL): `run-<pid>-<row>`
+/// whose process is gone.
+fn remove_leftovers(work: &Path) {
+    let Ok(dir) = std::fs::read_dir(work) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("run-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            eprintln!("xtask vm: removing {name}, left by an earlier run that was killed");
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Stores one row: its section (`<row>.md`, with the commit it was built from) and console
@@ -424,6 +451,9 @@ fn one_row(
         .map(|p| format!("{p}:{}/bookworm", row.arch.debian()))
         .collect();
     let debs = apt.download(&userland)?;
+    if interrupt::requested() {
+        return Err(interrupt::Interrupted.into());
+    }
     // The row's own scratch folder, removed whatever happens: no image is left behind.
     let scratch = Scratch(work.join(format!("run-{}-{}", std::process::id(), row.name())));
     std::fs::create_dir_all(&scratch.0)?;
@@ -542,7 +572,7 @@ fn write_initramfs(
     c.host_file("rxsteer/rxsteer", &bins[0])?;
     c.host_file("rxsteer/rxload", &bins[1])?;
     let env = format!(
-        "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\n",
+        "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\n",
         row.nic.modules(),
         target_cpu(row)
     );

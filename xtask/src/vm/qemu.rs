@@ -166,14 +166,20 @@ impl Guest<'_> {
         let mut lines = Vec::new();
         let mut done = false;
         loop {
+            if super::interrupt::requested() {
+                let _ = std::fs::write(log, lines.join("\n"));
+                return Err(super::interrupt::Interrupted.into());
+            }
+            // Short waits, so that a signal is seen within a fifth of a second.
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            match rx.recv_timeout(left.min(Duration::from_millis(200))) {
                 Ok(line) => {
                     let line = line.trim_end_matches('\r').to_string();
                     done |= line.trim() == "RXVM done";
                     lines.push(line);
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let _ = std::fs::write(log, lines.join("\n"));
                     bail!(
@@ -185,6 +191,10 @@ impl Guest<'_> {
         }
         let _ = guard.0.wait();
         std::fs::write(log, lines.join("\n") + "\n")?;
+        // A Ctrl-C at a terminal reaches QEMU too, which then ends at once.
+        if !done && super::interrupt::requested() {
+            return Err(super::interrupt::Interrupted.into());
+        }
         if !done {
             bail!(
                 "the guest ended before its checks did. Its console's last lines:\n{}",
