@@ -91,10 +91,30 @@ under() {
   sed "s/^/RXVM log $name: /" /tmp/$name.err
   while read -r l; do say json $name "$l"; done </tmp/$name.json
 }
+# The receive interrupt, a real one here (veth has none): rxsteer writes no IRQ affinity, so
+# this script pins the NIC's RX vector to the last CPU for top's window (and puts it back), and
+# top must find the driver's receive on that CPU. Vectors: e1000 "eth0" (RX and TX on one),
+# e1000e "eth0-rx-0", virtio-net "virtioN-input.0".
+vdev=$(basename "$(readlink /sys/class/net/$SRV/device)")
+irq_of() { awk -v n="$1" '$NF == n { sub(":", "", $1); print $1; exit }' /proc/interrupts; }
+rxirq=$(irq_of "$SRV-rx-0")
+[ -n "$rxirq" ] || rxirq=$(irq_of "$vdev-input.0")
+[ -n "$rxirq" ] || rxirq=$(irq_of "$SRV")
+irq_counts() {
+  awk -v i="$rxirq:" -v c="$(nproc)" '$1 == i { s = ""; for (k = 2; k <= c + 1; k++) s = s $k " "; print s }' /proc/interrupts
+}
+aff0=$(cat /proc/irq/$rxirq/smp_affinity_list 2>/dev/null)
+echo "$VM_TARGET_CPU" >/proc/irq/$rxirq/smp_affinity_list 2>/tmp/irq.err
+say data rx-irq "$rxirq $(awk -v i="$rxirq:" '$1 == i { print $NF }' /proc/interrupts) pinned=$(cat /proc/irq/$rxirq/smp_affinity_list 2>/dev/null) $(oneline </tmp/irq.err)"
+irq0=$(irq_counts)
 rx0=$(cat /sys/class/net/$SRV/statistics/rx_packets)
 under top rxsteer top --iface "$SRV"
 rx1=$(cat /sys/class/net/$SRV/statistics/rx_packets)
+irq1=$(irq_counts)
 say data rx-packets $((rx1 - rx0))
+say data rx-irq-counts "$irq0|$irq1"
+echo "$aff0" >/proc/irq/$rxirq/smp_affinity_list
+say data rx-irq-affinity "before=$aff0 after=$(cat /proc/irq/$rxirq/smp_affinity_list)"
 
 # XDP mode: auto must choose by itself (skb without native XDP), drv must be refused there.
 under attach rxsteer attach --iface "$SRV" --steer cpumap --http-cpus "$VM_TARGET_CPU" \

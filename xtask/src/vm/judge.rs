@@ -128,6 +128,7 @@ pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize) -> Vec<Check> {
         format!("bound: {} (expected {})", e.d("driver"), nic.driver()),
     ));
     out.extend(observing(e));
+    out.push(interrupt(e, target_cpu));
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
     out.extend(main_job(e, nic));
@@ -166,6 +167,44 @@ fn observing(e: &Evidence) -> Vec<Check> {
         ),
         check("tc witnesses attached", tc != "none", format!("tc: {tc}")),
     ]
+}
+
+/// The NIC's RX interrupt pinned (by the guest script) to the target CPU for top's window:
+/// the interrupts arrived there, top counted the driver's receive there (where NAPI ran), and
+/// the affinity was put back as it was.
+fn interrupt(e: &Evidence, target_cpu: usize) -> Check {
+    let counts = |s: &str| -> Vec<u64> {
+        s.split_whitespace()
+            .map(|n| n.parse().unwrap_or(0))
+            .collect()
+    };
+    let (before, after) = e.d("rx-irq-counts").split_once('|').unwrap_or(("", ""));
+    let delta: Vec<u64> = counts(after)
+        .iter()
+        .zip(counts(before))
+        .map(|(a, b)| a.saturating_sub(b))
+        .collect();
+    let share = |v: &[u64]| {
+        v.get(target_cpu).copied().unwrap_or(0) as f64 / v.iter().sum::<u64>().max(1) as f64
+    };
+    let packets = per_cpu(e.samples("top"), "packets");
+    let restored = e
+        .d("rx-irq-affinity")
+        .strip_prefix("before=")
+        .and_then(|r| r.split_once(" after="))
+        .is_some_and(|(b, a)| !b.is_empty() && a == b);
+    check(
+        "receive lands where the interrupt does",
+        delta.iter().sum::<u64>() > 0
+            && share(&delta) >= 0.95
+            && share(&packets) >= 0.95
+            && restored,
+        format!(
+            "RX IRQ {}; interrupts per CPU {delta:?}, top's packets per CPU {packets:?} (CPU {target_cpu} expected); affinity {}",
+            e.d("rx-irq"),
+            e.d("rx-irq-affinity")
+        ),
+    )
 }
 
 /// XDP: auto picks the mode by itself, cpumap redirects onto the target CPU and leaves
@@ -296,7 +335,7 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 14, "{names:?}");
+        assert_eq!(names.len(), 15, "{names:?}");
         for c in &checks {
             let want = if c.name == "xdp-mode drv" {
                 Verdict::Refused
