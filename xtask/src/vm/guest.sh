@@ -157,4 +157,16 @@ say data report-xdp "$(awk -F'|' '/XDP mode \|$/ {t=1} /^$/ {t=0} t && /^\| XDP 
   /tmp/run/report.md | tr -d ' ' | sort -u | oneline)"
 sed "s/^/RXVM log report: /" /tmp/run/report.md 2>/dev/null
 say data compare-left "$(ip -d link show "$SRV" | grep -c prog/xdp) $(values | oneline)"
+
+# The root test suites that load BPF (xtask/src/vm/suites.rs), their ignored tests included:
+# every program through this kernel's verifier, JIT and BPF_PROG_TEST_RUN.
+for t in /rxsteer/tests/*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t")
+  "$t" --include-ignored --test-threads 1 >/tmp/suite.out 2>&1
+  rc=$?
+  sed "s/^/RXVM log suite $n: /" /tmp/suite.out
+  if [ $rc = 0 ]; then say check "suite:$n" pass "$(grep '^test result' /tmp/suite.out | oneline)"
+  else say check "suite:$n" fail "rc=$rc $(grep -E '^test .* FAILED|^test result|panicked' /tmp/suite.out | oneline)"; fi
+done
 finish

@@ -109,9 +109,18 @@ impl Evidence {
     }
 }
 
-/// Every check of a row, from its evidence. `target_cpu` is where cpumap was told to steer.
-pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize) -> Vec<Check> {
+/// Every check of a row, from its evidence. `target_cpu` is where cpumap was told to steer;
+/// `suites` are the test suites the guest was given, each of which must have reported.
+pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize, suites: &[String]) -> Vec<Check> {
     let mut out = e.checks.clone();
+    if e.boot.is_some() {
+        for s in suites {
+            let name = format!("suite:{s}");
+            if !out.iter().any(|c| c.name == name) {
+                out.push(check(&name, false, "the guest never ran it".into()));
+            }
+        }
+    }
     if e.boot.is_none() {
         out.push(check("boot", false, "the guest's init never spoke".into()));
         return out;
@@ -333,7 +342,7 @@ mod tests {
             .lines()
             .map(String::from)
             .collect();
-        let checks = judge(&evidence(&console), Nic::E1000, 1);
+        let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), 15, "{names:?}");
         for c in &checks {
@@ -345,7 +354,7 @@ mod tests {
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);
         }
         // A guest that never spoke fails, naming why.
-        let none = judge(&Evidence::default(), Nic::E1000, 1);
+        let none = judge(&Evidence::default(), Nic::E1000, 1, &["x".into()]);
         assert_eq!(
             (none[0].name.as_str(), none[0].verdict),
             ("boot", Verdict::Fail)

@@ -10,6 +10,7 @@ pub mod interrupt;
 mod judge;
 mod kernel;
 mod qemu;
+mod suites;
 
 use anyhow::{bail, Context, Result};
 use std::{
@@ -238,7 +239,7 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         kernels.push(apt::pick(&apt.kernels(r.arch)?, &r.kernel)?);
     }
     // The binaries once per architecture, before any row: a row's time is its guest's.
-    let mut built: Vec<(Arch, [PathBuf; 2])> = Vec::new();
+    let mut built: Vec<(Arch, Built)> = Vec::new();
     for r in &rows {
         if !built.iter().any(|(a, _)| *a == r.arch) {
             built.push((r.arch, binaries(paths, r.arch, &work)?));
@@ -441,7 +442,7 @@ fn one_row(
     work: &Path,
     row: &Row,
     k: &apt::Kernel,
-    bins: &[PathBuf; 2],
+    bins: &Built,
     accel: &qemu::Accel,
     bound: Duration,
 ) -> Result<(Vec<judge::Check>, String)> {
@@ -472,7 +473,11 @@ fn one_row(
     .run(bound, &log)?;
     let evidence = judge::evidence(&console);
     let notes = kernel_notes(&unpacked.config);
-    Ok((judge::judge(&evidence, row.nic, target_cpu(row)), notes))
+    let suites: Vec<String> = bins.suites.iter().map(|(n, _)| n.clone()).collect();
+    Ok((
+        judge::judge(&evidence, row.nic, target_cpu(row), &suites),
+        notes,
+    ))
 }
 
 /// The CPU cpumap steers to: the last one, away from where the NIC's interrupt lands.
@@ -509,9 +514,16 @@ impl Drop for Scratch {
     }
 }
 
-/// rxsteer and rxload for the guest's architecture, release builds stripped of debug info
-/// (the initramfs is unpacked into the guest's memory).
-fn binaries(paths: &Paths, arch: Arch, work: &Path) -> Result<[PathBuf; 2]> {
+/// What a guest runs, built for its architecture: rxsteer, rxload and the test suites.
+struct Built {
+    rxsteer: PathBuf,
+    rxload: PathBuf,
+    suites: Vec<(String, PathBuf)>,
+}
+
+/// rxsteer, rxload and the BPF test suites for the guest's architecture, release builds
+/// stripped of debug info (the initramfs is unpacked into the guest's memory).
+fn binaries(paths: &Paths, arch: Arch, work: &Path) -> Result<Built> {
     crate::build_ebpf(paths)?;
     let (dir, strip) = match arch {
         Arch::X86_64 => {
@@ -543,7 +555,11 @@ fn binaries(paths: &Paths, arch: Arch, work: &Path) -> Result<[PathBuf; 2]> {
         )?;
         bins.push(dst);
     }
-    Ok([bins[0].clone(), bins[1].clone()])
+    Ok(Built {
+        rxsteer: bins[0].clone(),
+        rxload: bins[1].clone(),
+        suites: suites::build(paths, arch, &out.join("tests"))?,
+    })
 }
 
 fn write_initramfs(
@@ -551,7 +567,7 @@ fn write_initramfs(
     scratch: &Path,
     debs: &[PathBuf],
     k: &kernel::Unpacked,
-    bins: &[PathBuf; 2],
+    bins: &Built,
     row: &Row,
 ) -> Result<()> {
     let file = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -569,8 +585,11 @@ fn write_initramfs(
     for (rel, plain) in &k.modules {
         c.host_file(&format!("lib/modules/{}/{rel}", k.release), plain)?;
     }
-    c.host_file("rxsteer/rxsteer", &bins[0])?;
-    c.host_file("rxsteer/rxload", &bins[1])?;
+    c.host_file("rxsteer/rxsteer", &bins.rxsteer)?;
+    c.host_file("rxsteer/rxload", &bins.rxload)?;
+    for (name, path) in &bins.suites {
+        c.host_file(&format!("rxsteer/tests/{name}"), path)?;
+    }
     let env = format!(
         "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\n",
         row.nic.modules(),
