@@ -44,6 +44,16 @@ fn parse_softnet(text: &str) -> Result<BTreeMap<u32, Softnet>> {
     Ok(rows)
 }
 
+/// The interface's own count of received frames (`/sys/class/net/IF/statistics/rx_packets`),
+/// if this process's sysfs shows the interface.
+pub fn nic_rx_packets(iface: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// One vector's row of /proc/softirqs, by CPU id (`NET_RX`, `NET_TX`, ...).
 pub fn proc_softirqs(vector: &str) -> Result<BTreeMap<u32, u64>> {
     let text = std::fs::read_to_string("/proc/softirqs").context("reading /proc/softirqs")?;

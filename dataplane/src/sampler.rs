@@ -28,6 +28,7 @@ struct Snapshot {
     softnet: BTreeMap<u32, Softnet>,
     kthreads: Vec<KthreadTime>,
     stat: BTreeMap<u32, CpuTimes>,
+    nic_rx_packets: Option<u64>,
 }
 
 pub struct Sampler {
@@ -83,6 +84,7 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         softnet: procfs::softnet_stat()?,
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,
+        nic_rx_packets: procfs::nic_rx_packets(iface),
     })
 }
 
@@ -95,6 +97,10 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
     let mut sample = Sample {
         t_s: now.at.duration_since(started).as_secs_f64(),
         interval_s: now.at.duration_since(prev.at).as_secs_f64(),
+        nic_rx_packets: prev
+            .nic_rx_packets
+            .zip(now.nic_rx_packets)
+            .map(|(a, b)| b.saturating_sub(a)),
         ..Default::default()
     };
     // The redirect errors and XDP exceptions are the machine's: summed over the CPUs.
@@ -274,7 +280,7 @@ mod tests {
         let mut x1 = XdpTraceStats::ZERO;
         x1.redirect_err = 2;
         x1.redirect_err_by_errno[28] = 2;
-        let snap = |rx, si, x| Snapshot {
+        let snap = |rx, si, x, nic| Snapshot {
             at: started,
             rx: vec![RxStats::ZERO, rx],
             softirq: vec![SoftirqStats::ZERO, si],
@@ -285,10 +291,23 @@ mod tests {
             softnet: BTreeMap::new(),
             kthreads: vec![],
             stat: BTreeMap::new(),
+            nic_rx_packets: nic,
         };
-        let prev = snap(RxStats::ZERO, SoftirqStats::ZERO, XdpTraceStats::ZERO);
-        let now = snap(rx1, si1, x1);
+        let prev = snap(
+            RxStats::ZERO,
+            SoftirqStats::ZERO,
+            XdpTraceStats::ZERO,
+            Some(1000),
+        );
+        let now = snap(rx1, si1, x1, Some(1250));
         let s = delta(&prev, &now, &[0, 1], started);
+        assert_eq!(
+            s.nic_rx_packets,
+            Some(250),
+            "the interface's own count, as a delta"
+        );
+        let unread = snap(rx1, si1, x1, None);
+        assert_eq!(delta(&prev, &unread, &[0, 1], started).nic_rx_packets, None);
         assert_eq!(s.cpus[0].packets, 0);
         assert_eq!(
             (

@@ -257,6 +257,11 @@ pub struct Row {
     pub stack_packets_per_s: Option<Vec<f64>>,
     #[serde(default)]
     pub tx_packets_per_s: Option<Vec<f64>>,
+    /// Frames the interface itself counted (`rx_packets`) per second: on a real NIC the frames
+    /// off the wire, before GRO; on veth the skbs its peer sent (GSO-sized). Absent from runs
+    /// before it was read, and where the interface could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_rx_packets_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loader_napi_ms_per_s: Vec<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -175,6 +175,11 @@ pub struct Sample {
     pub interval_s: f64,
     pub cpus: Vec<CpuSample>,
     pub redirect_err: u64,
+    /// Frames the interface itself counted (its `rx_packets`) in the interval: on a real NIC
+    /// the frames off the wire, before GRO; on veth the skbs its peer sent, GSO-sized. None
+    /// where the sampler could not read it (an interface of another network namespace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic_rx_packets: Option<u64>,
     /// Redirect failures by errno (e.g. "28" = ENOSPC: cpumap ring full).
     pub redirect_err_by_errno: BTreeMap<String, u64>,
     pub xdp_exceptions: u64,

@@ -176,6 +176,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     let counted: Vec<ArmName> = arms.iter().filter(|a| **a != NO_BPF_ARM).copied().collect();
     receive_section(&mut o, run, &counted, &protos)?;
     witness_section(&mut o, run, &counted, &protos, run.cpus)?;
+    per_request_section(&mut o, run, &arms, &protos)?;
     time_section(&mut o, run, &arms)?;
     verdict_section(&mut o, run, &arms, &protos)?;
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
@@ -582,6 +583,56 @@ fn witness_section(
                 per_cpu(|r| r.tx_packets_per_s.as_deref()),
             ];
             Some((*a, p, figures))
+        })
+    });
+    o.push_str(&table.render(loads));
+    Ok(())
+}
+
+/// Per request: the frames the interface received, the packets where the driver handed them
+/// over (what the observer counted), and the skbs the stack processed (tc ingress). On a real
+/// NIC frames arrive at MTU and GRO builds the skbs, so the last is the smaller; veth without
+/// XDP hands over the sender's GSO skbs, so its "frames" are skbs already. These ratios are
+/// what emulation and a machine's speed do not change.
+fn per_request_section(
+    o: &mut String,
+    run: &RunDoc,
+    arms: &[ArmName],
+    protos: &[Proto],
+) -> Result<()> {
+    if run.runs.iter().all(|r| r.nic_rx_packets_per_s.is_none()) {
+        return Ok(());
+    }
+    writeln!(o, "\n## Frames and skbs per request\n")?;
+    writeln!(o, "Received on the interface, per request served, mean over repetitions: the interface's own frame count (`rx_packets`), the packets where the driver handed them to the kernel (the observer's count: in skb-mode XDP after GRO), and the skbs the stack processed (tc ingress). A real NIC counts MTU frames and GRO merges them into fewer skbs; veth counts the skbs its peer sent, GSO-sized where offloads are on.\n")?;
+    type Load = (ArmName, Proto, [Option<f64>; 3]);
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let table = Table::new()
+        .column("arm", |l: &Load| label(&l.0))
+        .column("protocol", |l| l.1.label().to_string())
+        .column("frames at the interface", move |l| cell(l.2[0]))
+        .column("at the driver (observer)", move |l| cell(l.2[1]))
+        .column("skbs at tc ingress", move |l| cell(l.2[2]));
+    let loads = arms.iter().flat_map(|a| {
+        protos.iter().map(move |&p| {
+            let mine = run.of(*a, p);
+            // Mean over repetitions of each repetition's count per request.
+            let per_request = |f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
+                let v: Vec<f64> = mine
+                    .iter()
+                    .filter_map(|r| {
+                        let req = r.req_per_s.filter(|q| *q > 0.0)?;
+                        f(r).filter(|n| *n > 0.0).map(|n| n / req)
+                    })
+                    .collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            };
+            let figures = [
+                per_request(&|r| r.nic_rx_packets_per_s),
+                per_request(&|r| Some(r.packets_per_s.iter().sum())),
+                per_request(&|r| r.stack_packets_per_s.as_ref().map(|v| v.iter().sum())),
+            ];
+            (*a, p, figures)
         })
     });
     o.push_str(&table.render(loads));

@@ -32,6 +32,8 @@ pub struct CpuFigures {
     pub cpumap_drops: u64,
     pub softnet_dropped: u64,
     pub steer_fallback: u64,
+    /// The interface's own received frames per second; None when a sample lacked them.
+    pub nic_rx_per_s: Option<f64>,
     pub seconds: f64,
 }
 
@@ -55,12 +57,17 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         tx_per_s: vec![0.0; n],
         loader_napi_ms_per_s: vec![0.0; n],
         time: vec![TimeSplit::default(); n],
+        nic_rx_per_s: (!measured.is_empty()).then_some(0.0),
         ..Default::default()
     };
     for t in &measured {
         let s = &t.line.sample;
         f.seconds += s.interval_s;
         f.redirect_err += s.redirect_err;
+        f.nic_rx_per_s = f
+            .nic_rx_per_s
+            .zip(s.nic_rx_packets)
+            .map(|(sum, n)| sum + n as f64);
         for (i, c) in s.cpus.iter().enumerate() {
             let on = |m: &std::collections::BTreeMap<u32, u64>| m.get(&c.cpu).copied().unwrap_or(0);
             let net_rx = c.net_rx_ns;
@@ -108,6 +115,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
     for t in f.time.iter_mut() {
         *t = t.rate(f.seconds);
     }
+    f.nic_rx_per_s = f.nic_rx_per_s.map(|n| (n / secs * 10.0).round() / 10.0);
     f
 }
 
@@ -170,6 +178,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         packets_per_s: f.packets_per_s,
         cpumap_arrived_per_s: f.arrived_per_s,
         stack_packets_per_s: tc_ran.then_some(f.stack_per_s),
+        nic_rx_packets_per_s: f.nic_rx_per_s,
         tx_packets_per_s: tc_ran.then_some(f.tx_per_s),
         loader_napi_ms_per_s: f.loader_napi_ms_per_s,
         time_ms_per_s: Some(f.time),

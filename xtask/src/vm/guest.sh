@@ -17,7 +17,8 @@ ln -s /run /var/run
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-dmesg -n 1
+# Warnings and worse reach the console (a soft lockup's stack trace among them).
+dmesg -n 5
 . /rxsteer/vm.env
 # Debian's busybox runs its own applets before PATH (standalone shell): the tools rxsteer
 # uses are named by path, as rxsteer itself finds them.
@@ -144,18 +145,29 @@ say data tune-out "$(oneline </tmp/tune.out)"
 # arm, both protocols, one short repetition, the load from the namespace across the wire. Its
 # own servers take the ports: ours goes first.
 kill $serve; wait $serve 2>/dev/null
-rxsteer compare --iface "$SRV" --loader netns:client --reps 1 -d "$VM_COMPARE_MEASURE" \
-  --warmup 500ms -c 4 --force --no-tui --out /tmp/run >/tmp/compare.out 2>&1
-say data compare-rc $?
-sed "s/^/RXVM log compare: /" /tmp/compare.out
-say data compare-files "$(ls /tmp/run 2>/dev/null | grep -c .)"
-# What the report says it ran on: the machine line, the interface line and each arm's XDP mode.
-say data report-machine "$(grep -m1 '^Machine:' /tmp/run/report.md)"
-say data report-iface "$(grep -m1 '^Interface driver' /tmp/run/report.md)"
-# (the XDP mode is the last column of the table of where the receive work went)
+# compare_on NAME FLAGS...: one comparison, its report and run.json sent to the host.
+compare_on() {
+  name=$1; shift
+  rxsteer compare --iface "$SRV" --loader netns:client --reps 1 -d "$VM_COMPARE_MEASURE" \
+    --warmup 500ms -c 4 --force --no-tui --out /tmp/$name "$@" >/tmp/$name.out 2>&1
+  say data $name-rc $?
+  sed "s/^/RXVM log $name: /" /tmp/$name.out
+  say data $name-files "$(ls /tmp/$name 2>/dev/null | grep -c .)"
+  sed "s/^/RXVM file $name\/report.md /" /tmp/$name/report.md 2>/dev/null
+  # run.json on one line: JSON keeps newlines inside strings escaped, so none is lost.
+  [ -s /tmp/$name/run.json ] && echo "RXVM file $name/run.json $(tr -d '\n' </tmp/$name/run.json)"
+}
+compare_on compare
+# What the report says it ran on: the machine line, the interface line and each arm's XDP mode
+# (the last column of the table of where the receive work went).
+say data report-machine "$(grep -m1 '^Machine:' /tmp/compare/report.md)"
+say data report-iface "$(grep -m1 '^Interface driver' /tmp/compare/report.md)"
 say data report-xdp "$(awk -F'|' '/XDP mode \|$/ {t=1} /^$/ {t=0} t && /^\| XDP cpumap \|/ {print $(NF-1)}' \
-  /tmp/run/report.md | tr -d ' ' | sort -u | oneline)"
-sed "s/^/RXVM log report: /" /tmp/run/report.md 2>/dev/null
+  /tmp/compare/report.md | tr -d ' ' | sort -u | oneline)"
+# The 64 KiB upload over HTTP: frames and skbs per request on a real driver, for the lab's
+# comparison (docs/vm.md).
+compare_on upload --proto http --scenario upload
+say data upload-per-request "$(awk '/^## / { t = ($0 ~ /Frames and skbs per request/) } t && /^\| / && !/^\| arm/ && !/^\|---/' /tmp/upload/report.md | oneline)"
 say data compare-left "$(ip -d link show "$SRV" | grep -c prog/xdp) $(values | oneline)"
 
 # The root test suites that load BPF (xtask/src/vm/suites.rs), their ignored tests included:

@@ -37,6 +37,8 @@ pub struct Evidence {
     pub checks: Vec<Check>,
     pub data: BTreeMap<String, String>,
     pub json: BTreeMap<String, Vec<Value>>,
+    /// Files the guest sent whole ("RXVM file NAME LINE", one line each), to be stored.
+    pub files: BTreeMap<String, String>,
 }
 
 pub fn evidence(console: &[String]) -> Evidence {
@@ -63,6 +65,11 @@ pub fn evidence(console: &[String]) -> Evidence {
             }
             "data" => {
                 e.data.insert(name.to_string(), value.to_string());
+            }
+            "file" => {
+                let f = e.files.entry(name.to_string()).or_default();
+                f.push_str(value);
+                f.push('\n');
             }
             "json" => {
                 if let Ok(v) = serde_json::from_str(value) {
@@ -304,6 +311,7 @@ fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
     let named = machine.contains(&format!("kernel {release}"))
         && iface.contains(&format!("driver {}", nic.driver()))
         && xdp == want_xdp;
+    let upload = e.d("upload-per-request");
     let left = e.d("compare-left");
     let clean = format!("0 {}", e.d("tune-before"));
     vec![
@@ -316,6 +324,11 @@ fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
                 e.d("compare-files"),
                 nic.driver()
             ),
+        ),
+        check(
+            "frames and skbs per request (upload)",
+            e.d("upload-rc") == "0" && upload.matches('|').count() >= 4 * 6,
+            format!("rc {}; {upload}", e.d("upload-rc")),
         ),
         check(
             "main job leaves the NIC as found",
@@ -344,7 +357,7 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 15, "{names:?}");
+        assert_eq!(names.len(), 16, "{names:?}");
         for c in &checks {
             let want = if c.name == "xdp-mode drv" {
                 Verdict::Refused

@@ -214,6 +214,15 @@ struct Outcome {
     checks: Vec<judge::Check>,
     error: Option<String>,
     config_notes: String,
+    /// What the guest sent whole (the main job's reports and run.json), by name.
+    files: std::collections::BTreeMap<String, String>,
+}
+
+/// What one guest's run gave: its checks judged, the kernel config's notes, its files.
+struct Judged {
+    checks: Vec<judge::Check>,
+    config_notes: String,
+    files: std::collections::BTreeMap<String, String>,
 }
 
 pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
@@ -257,21 +266,28 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         let started = Instant::now();
         let accel = qemu::accel(row.arch);
         eprintln!("xtask vm: {} (Debian {}), {}", row.name(), k.abi, accel.why);
-        let (checks, config_notes, error) =
-            match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
-                Ok((checks, notes)) => (checks, notes, None),
-                // Not a verdict on the row: nothing of it is stored, and no row runs after it.
-                Err(e) if e.is::<interrupt::Interrupted>() => return Err(e),
-                Err(e) => (Vec::new(), String::new(), Some(format!("{e:#}"))),
-            };
+        let (judged, error) = match one_row(&apt, &work, row, k, bins, &accel, args.timeout) {
+            Ok(j) => (j, None),
+            // Not a verdict on the row: nothing of it is stored, and no row runs after it.
+            Err(e) if e.is::<interrupt::Interrupted>() => return Err(e),
+            Err(e) => (
+                Judged {
+                    checks: Vec::new(),
+                    config_notes: String::new(),
+                    files: Default::default(),
+                },
+                Some(format!("{e:#}")),
+            ),
+        };
         let o = Outcome {
             row: row.clone(),
             kernel: k.abi.clone(),
             accel: accel.why,
             seconds: started.elapsed().as_secs_f64(),
-            checks,
+            checks: judged.checks,
             error,
-            config_notes,
+            config_notes: judged.config_notes,
+            files: judged.files,
         };
         print_row(&o);
         outcomes.push(o);
@@ -343,6 +359,17 @@ fn store(paths: &Paths, work: &Path, o: &Outcome) -> Result<()> {
     let log = work.join(format!("{name}.console.log"));
     if log.exists() {
         std::fs::copy(&log, dir.join(format!("{name}.console.log")))?;
+    }
+    // The main job's files as the guest wrote them: <row>/compare/report.md, ...
+    for (file, text) in &o.files {
+        if file.starts_with('/') || file.split('/').any(|c| c == ".." || c.is_empty()) {
+            continue;
+        }
+        let path = dir.join(&name).join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, text)?;
     }
     let all = matrix(&VmArgs::every_row());
     let mut text = page_head().to_string();
@@ -445,7 +472,7 @@ fn one_row(
     bins: &Built,
     accel: &qemu::Accel,
     bound: Duration,
-) -> Result<(Vec<judge::Check>, String)> {
+) -> Result<Judged> {
     let unpacked = kernel::unpack(apt, k, &work.join("kernels"))?;
     let userland: Vec<String> = USERLAND
         .iter()
@@ -474,10 +501,11 @@ fn one_row(
     let evidence = judge::evidence(&console);
     let notes = kernel_notes(&unpacked.config);
     let suites: Vec<String> = bins.suites.iter().map(|(n, _)| n.clone()).collect();
-    Ok((
-        judge::judge(&evidence, row.nic, target_cpu(row), &suites),
-        notes,
-    ))
+    Ok(Judged {
+        checks: judge::judge(&evidence, row.nic, target_cpu(row), &suites),
+        config_notes: notes,
+        files: evidence.files,
+    })
 }
 
 /// The CPU cpumap steers to: the last one, away from where the NIC's interrupt lands.

@@ -104,9 +104,11 @@ impl Guest<'_> {
             Arch::X86_64 => "ttyS0",
             Arch::Aarch64 => "ttyAMA0",
         };
+        // softlockup_panic: a guest whose CPUs lock up ends at once (panic, then no reboot)
+        // with the stack trace on its console, instead of hanging until the bound.
         c.args([
             "-append",
-            &format!("console={console} rdinit=/init panic=-1 quiet loglevel=1 net.ifnames=0"),
+            &format!("console={console} rdinit=/init panic=-1 softlockup_panic=1 quiet loglevel=1 net.ifnames=0"),
         ]);
         // Two NICs on one QEMU hub: wired to each other and to nothing else.
         for i in 0..2 {

@@ -42,7 +42,14 @@ struct Target {
 /// into `out` and returns (name, path) of each.
 pub fn build(paths: &Paths, arch: Arch, out: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut c = cmd::cargo(None);
-    c.args(["test", "--release", "--no-run", "--message-format", "json"]);
+    // Diagnostics rendered on stderr; stdout keeps only the JSON of the artifacts.
+    c.args([
+        "test",
+        "--release",
+        "--no-run",
+        "--message-format",
+        "json-render-diagnostics",
+    ]);
     for p in PACKAGES {
         c.args(["-p", p]);
     }
