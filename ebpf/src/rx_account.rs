@@ -2,7 +2,7 @@
 //! class on the CPU that received it. Always XDP_PASS, whatever it finds.
 //!
 //! `rx_account_frags` is the same program declared multi-buffer aware (`xdp.frags`): in skb
-//! (generic) mode the kernel then hands it a GRO'd packet as it is instead of linearising
+//! (generic) mode the kernel then hands it a nonlinear packet as it is instead of linearising
 //! (copying) it first. Userspace loads it where the kernel accepts the flag.
 use aya_ebpf::{
     bindings::xdp_action, helpers::bpf_xdp_get_buff_len, macros::xdp, maps::PerCpuArray,

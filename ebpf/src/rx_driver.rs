@@ -1,6 +1,7 @@
 //! `rx_driver_*`: where the driver received, counted without an XDP program on the interface.
 //!
-//! An observe-only XDP program in generic (skb) mode makes the kernel copy every GRO'd skb
+//! An observe-only XDP program in generic (skb) mode makes the kernel skip GRO on the
+//! interface (netif_elide_gro) and copy every skb short of headroom
 //! before it runs: on a NIC without native XDP, observing that way halves a receive-bound
 //! server (docs/observer.md). These raw tracepoints fire on the driver's CPU, before RPS
 //! picks a CPU and before the stack, and only read kernel structs:

@@ -145,8 +145,10 @@ impl XdpMode {
                  skb building, GRO and the stack off the RX core"
             }
             XdpMode::Skb => {
-                "skb mode: XDP runs after the RX core has built and GRO'd each packet, so cpumap \
-                 moves only the stack (the work RPS moves), plus an XDP run and an enqueue"
+                "skb mode: XDP runs after the RX core has built each packet's skb, and with a \
+                 generic XDP program on the interface the kernel skips GRO, so every frame \
+                 reaches the stack as its own skb; cpumap moves only the stack (the work RPS \
+                 moves), one skb per frame, plus an XDP run and an enqueue"
             }
         }
     }
@@ -168,7 +170,8 @@ names! {
         /// interface, so nothing copies a packet.
         Tracepoint = "tracepoint",
         /// The observe-only XDP program (`rx_account`), or in cpumap mode the steering
-        /// program itself. In skb mode the kernel copies every GRO'd packet for it.
+        /// program itself. In skb mode the kernel skips GRO on the interface while it is
+        /// attached and copies every packet short of headroom for it.
         Xdp = "xdp",
         /// No BPF program at all: /proc only (the no-BPF baseline of every comparison).
         Off = "off",
@@ -234,7 +237,7 @@ names! {
         /// The receive tracepoints, or refuse.
         Tracepoint = "tracepoint",
         /// The observe-only XDP program (cheap in driver mode on a real NIC; in skb mode the
-        /// kernel copies every GRO'd packet for it).
+        /// kernel skips GRO on the interface and copies every packet short of headroom).
         Xdp = "xdp",
         /// No BPF program at all: CPU time, softnet and kthread time from /proc only (the
         /// baseline a comparison measures the observer against). Not with cpumap steering.
@@ -249,8 +252,8 @@ names! {
         Auto = "auto",
         /// Native (driver) XDP; refused on an interface without it.
         Drv = "drv",
-        /// Generic (skb) XDP: after the RX core built and GRO'd each packet, as on a NIC whose
-        /// driver has no native XDP (the GB10's r8169).
+        /// Generic (skb) XDP: after the RX core built each packet's skb, with GRO skipped on the
+        /// interface, as on a NIC whose driver has no native XDP (the GB10's r8169).
         Skb = "skb",
     }
 }

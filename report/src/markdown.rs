@@ -454,7 +454,7 @@ fn observer_section(
     if rows.iter().all(|r| r.observer.is_none()) {
         writeln!(
             o,
-            "> **The untuned and RPS arms here carried rxsteer's observe-only XDP program** (in each arm's XDP mode): this run predates the observer choice. The user's own untuned and RPS set-ups carry no XDP program, and in skb mode the kernel copies every GRO'd packet for one, so these arms' req/s are low by the observer's cost and ratios to untuned read high. Known cost: {}. Newer runs observe those arms with receive tracepoints and measure the cost in the same run.\n",
+            "> **The untuned and RPS arms here carried rxsteer's observe-only XDP program** (in each arm's XDP mode): this run predates the observer choice. The user's own untuned and RPS set-ups carry no XDP program, and in skb mode the kernel skips GRO and copies every packet short of headroom for one, so these arms' req/s are low by the observer's cost and ratios to untuned read high. Known cost: {}. Newer runs observe those arms with receive tracepoints and measure the cost in the same run.\n",
             crate::OBSERVER_COST
         )?;
         return Ok(());
@@ -556,7 +556,7 @@ fn witness_section(
         o,
         "\n## Where the driver received, where the stack ran, where replies left\n"
     )?;
-    writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode after GRO, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
+    writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode on each frame's skb, GRO being skipped while a generic XDP program is attached, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
     let columns = Columns::of(run, cpus);
     // Per load: XDP, tc ingress and tc egress packets per CPU column.
     type Load = (ArmName, Proto, [Vec<f64>; 3]);
@@ -604,7 +604,7 @@ fn per_request_section(
         return Ok(());
     }
     writeln!(o, "\n## Frames and skbs per request\n")?;
-    writeln!(o, "Received on the interface, per request served, mean over repetitions: the interface's own frame count (`rx_packets`), the packets where the driver handed them to the kernel (the observer's count: in skb-mode XDP after GRO), and the skbs the stack processed (tc ingress). A real NIC counts MTU frames and GRO merges them into fewer skbs; veth counts the skbs its peer sent, GSO-sized where offloads are on.\n")?;
+    writeln!(o, "Received on the interface, per request served, mean over repetitions: the interface's own frame count (`rx_packets`), the packets where the driver handed them to the kernel (the observer's count: in skb-mode XDP after GRO), and the skbs the stack processed (tc ingress). A real NIC counts MTU frames and GRO merges them into fewer skbs; veth counts the skbs its peer sent, GSO-sized where offloads are on. With an XDP program in skb (generic) mode on the interface the kernel skips GRO (netif_elide_gro), so there every frame is its own skb.\n")?;
     type Load = (ArmName, Proto, [Option<f64>; 3]);
     let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     let table = Table::new()

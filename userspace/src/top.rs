@@ -41,8 +41,8 @@ pub struct TopArgs {
     pub count: Option<u64>,
     /// How to count where the driver received. auto: the receive tracepoints on the
     /// driver's CPU, no XDP program on the interface (cpumap steering counts with its own);
-    /// xdp: the observe-only XDP program, which in skb mode makes the kernel copy every
-    /// GRO'd packet (the cost is printed).
+    /// xdp: the observe-only XDP program, which in skb mode makes the kernel skip GRO on the
+    /// interface and copy every packet short of headroom (the cost is printed).
     #[arg(long, value_enum, default_value = "auto")]
     pub observer: ObserverChoice,
     /// XDP attach mode (of --observer xdp, and of cpumap steering): auto tries driver mode,
@@ -50,7 +50,7 @@ pub struct TopArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_mode: XdpModeChoice,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them). In skb mode
-    /// the plain programs make the kernel linearise (copy) every GRO'd packet first.
+    /// the plain programs make the kernel linearise (copy) a nonlinear packet first.
     #[arg(long, value_enum, default_value = "auto")]
     pub xdp_frags: FragsChoice,
     /// The tc witnesses (where the stack ran, where replies left): TCX links where the
@@ -89,8 +89,9 @@ pub fn attach_observer(
             .map_err(xdp_mode_error(mode))?;
         if m == XdpMode::Skb {
             eprintln!(
-                "rxsteer: --observer xdp in skb mode: the kernel copies every GRO'd packet \
-                 before the program runs; last measured cost: {}",
+                "rxsteer: --observer xdp in skb mode: the kernel skips GRO on the interface while \
+                 it is attached and copies every packet short of headroom before the program \
+                 runs; last measured cost: {}",
                 rxsteer_report::OBSERVER_COST
             );
         }

@@ -482,7 +482,7 @@ mod tests {
             .collect();
         assert!(text.contains("rxsteer top  veth0  observer xdp, XDP skb (generic)"));
         assert!(
-            text.contains("after the RX core has built and GRO'd"),
+            text.contains("after the RX core has built each packet's skb"),
             "the mode's meaning"
         );
         assert!(text.contains("7.0k"), "tc ingress packets/s of cpu1");

@@ -385,7 +385,8 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     for r in rows {
         assert_eq!(r["error_total"], 0, "{r}");
         assert!(r["req_per_s"].as_f64().unwrap() > 50.0, "{r}");
-        // In skb mode XDP runs after GRO: it sees the packets the stack sees.
+        // In skb mode the kernel skips GRO (netif_elide_gro): XDP and the stack see the same
+        // skbs, one per frame.
         if r["xdp_mode"] == "skb" {
             let sum = |k: &str| -> f64 {
                 r[k].as_array()
@@ -417,7 +418,7 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
         "| XDP cpumap (skb) / untuned |",
         "**skb (generic)**",
         "**Observer cost, HTTP/1.1:** untuned served",
-        "runs after the RX core has built and GRO'd each packet",
+        "the kernel skips GRO, so every frame reaches the stack as its own skb",
         "## What limited each load",
         "**XDP cpumap (skb) over HTTP/1.1.**",
     ] {

@@ -97,7 +97,7 @@ fn cpumap_moves_tcp_receive_into_the_target_cpus_kthread() {
 }
 
 /// The user's NIC has no native XDP: the same upload with XDP in generic (skb) mode, after
-/// the receiving CPU built and GRO'd each packet.
+/// the receiving CPU built each packet's skb (and with GRO skipped: netif_elide_gro).
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn cpumap_in_skb_mode_moves_the_stack_to_the_target_cpu() {

@@ -334,7 +334,7 @@ mod tests {
             "rep 0 untuned http",
             "1.00x",
             "note: 2 CPUs",
-            "XDP skb mode: XDP runs after the RX core has built and GRO'd each packet",
+            "XDP skb mode: XDP runs after the RX core has built each packet's skb",
         ] {
             assert!(text.contains(want), "{want:?} missing");
         }

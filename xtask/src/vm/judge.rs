@@ -357,7 +357,7 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 16, "{names:?}");
+        assert_eq!(names.len(), 21, "{names:?}");
         for c in &checks {
             let want = if c.name == "xdp-mode drv" {
                 Verdict::Refused

@@ -247,6 +247,16 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     for r in &rows {
         kernels.push(apt::pick(&apt.kernels(r.arch)?, &r.kernel)?);
     }
+    // The commit the binaries are built from, read once now: a tree edited while a long
+    // matrix runs does not change what its rows were built from.
+    let commit = cmd::output(
+        "vm (git describe)",
+        Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .current_dir(&paths.root),
+    )
+    .map(|c| c.trim().to_string())
+    .unwrap_or_else(|_| "unknown".into());
     // The binaries once per architecture, before any row: a row's time is its guest's.
     let mut built: Vec<(Arch, Built)> = Vec::new();
     for r in &rows {
@@ -293,7 +303,12 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
         outcomes.push(o);
         // Stored after every row: a matrix cut short keeps what it ran, and says what it did not.
         if args.store {
-            store(paths, &work, outcomes.last().expect("pushed above"))?;
+            store(
+                paths,
+                &work,
+                outcomes.last().expect("pushed above"),
+                &commit,
+            )?;
         }
     }
     let failed = outcomes
@@ -333,21 +348,14 @@ fn remove_leftovers(work: &Path) {
 /// under results/<date>-vm-matrix/, then writes matrix.md again from every section there, in
 /// the matrix's order. Rows run by separate invocations of the same day add up; a row run
 /// again replaces its section.
-fn store(paths: &Paths, work: &Path, o: &Outcome) -> Result<()> {
+fn store(paths: &Paths, work: &Path, o: &Outcome, commit: &str) -> Result<()> {
     let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
     std::fs::create_dir_all(&dir)?;
-    let commit = cmd::output(
-        "vm (git describe)",
-        Command::new("git")
-            .args(["describe", "--always", "--dirty"])
-            .current_dir(&paths.root),
-    )
-    .unwrap_or_else(|_| "unknown".into());
     let host = cmd::output("vm (uname)", Command::new("uname").arg("-r")).unwrap_or_default();
     let section = format!(
         "{}Built from {}, on a host running {}, by `cargo xtask vm{}`.\n\n",
         page(std::slice::from_ref(o)),
-        commit.trim(),
+        commit,
         host.trim(),
         std::env::args()
             .skip(2)
