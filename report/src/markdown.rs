@@ -604,7 +604,7 @@ fn per_request_section(
         return Ok(());
     }
     writeln!(o, "\n## Frames and skbs per request\n")?;
-    writeln!(o, "Received on the interface, per request served, mean over repetitions: the interface's own frame count (`rx_packets`), the packets where the driver handed them to the kernel (the observer's count: in skb-mode XDP after GRO), and the skbs the stack processed (tc ingress). A real NIC counts MTU frames and GRO merges them into fewer skbs; veth counts the skbs its peer sent, GSO-sized where offloads are on. With an XDP program in skb (generic) mode on the interface the kernel skips GRO (netif_elide_gro), so there every frame is its own skb.\n")?;
+    writeln!(o, "Received on the interface, per request served, mean over repetitions: the interface's own frame count (`rx_packets`), the packets where the driver handed them to the kernel (the observer's count; in skb-mode XDP one per frame, GRO being skipped), and the skbs the stack processed (tc ingress). A real NIC counts MTU frames and GRO merges them into fewer skbs; veth counts the skbs its peer sent, GSO-sized where offloads are on. With an XDP program in skb (generic) mode on the interface the kernel skips GRO (netif_elide_gro), so there every frame is its own skb.\n")?;
     type Load = (ArmName, Proto, [Option<f64>; 3]);
     let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     let table = Table::new()

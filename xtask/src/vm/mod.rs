@@ -247,16 +247,9 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     for r in &rows {
         kernels.push(apt::pick(&apt.kernels(r.arch)?, &r.kernel)?);
     }
-    // The commit the binaries are built from, read once now: a tree edited while a long
-    // matrix runs does not change what its rows were built from.
-    let commit = cmd::output(
-        "vm (git describe)",
-        Command::new("git")
-            .args(["describe", "--always", "--dirty"])
-            .current_dir(&paths.root),
-    )
-    .map(|c| c.trim().to_string())
-    .unwrap_or_else(|_| "unknown".into());
+    // Read once now: a tree edited while a long matrix runs does not change what its rows
+    // were built from.
+    let commit = built_from(paths);
     // The binaries once per architecture, before any row: a row's time is its guest's.
     let mut built: Vec<(Arch, Built)> = Vec::new();
     for r in &rows {
@@ -320,6 +313,18 @@ pub fn run(paths: &Paths, args: &VmArgs) -> Result<()> {
     }
     println!("xtask vm: {} passed, 0 failed", outcomes.len());
     Ok(())
+}
+
+/// The commit the binaries are built from (`git describe --always --dirty`).
+fn built_from(paths: &Paths) -> String {
+    cmd::output(
+        "vm (git describe)",
+        Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .current_dir(&paths.root),
+    )
+    .map(|c| c.trim().to_string())
+    .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Scratch folders of an earlier xtask that could not clean up (SIGKILL): `run-<pid>-<row>`
