@@ -202,7 +202,7 @@ pub struct LoadShape {
 const LITTLE_SLACK: f64 = 0.2;
 
 /// "91k" / "950": a request rate for a sentence.
-fn rate_text(r: f64) -> String {
+pub fn rate_text(r: f64) -> String {
     if r >= 10_000.0 {
         format!("{:.0}k", r / 1000.0)
     } else {

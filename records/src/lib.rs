@@ -9,6 +9,7 @@ pub mod load;
 pub mod names;
 pub mod run;
 pub mod sample;
+pub mod search;
 pub mod steering;
 
 pub use live::LiveLine;

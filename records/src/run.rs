@@ -278,6 +278,11 @@ pub struct Row {
     pub softnet_dropped: u64,
     #[serde(default)]
     pub steer_fallback: u64,
+    /// The capacity search, when the load was one (the default since it existed): the row's
+    /// figures are then those of its knee step, and its verdict that of the lowest rate the
+    /// arm did not sustain. Absent: one closed-loop or fixed-rate load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::Search>,
 }
 
 /// What was attached while a load ran, as the kernel listed it then.
@@ -512,9 +517,13 @@ pub struct RunDoc {
     pub observer: Option<String>,
     #[serde(default)]
     pub body_size: Option<u32>,
-    /// Open loop at this many requests per second per load (`--rate`); absent: closed loop.
+    /// Open loop at this many requests per second per load (`--rate`); absent (and no
+    /// `search`): closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Every load was a capacity search with these settings (each row has its steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::Asked>,
     #[serde(default)]
     pub protos: Vec<Proto>,
     #[serde(default)]

@@ -1,6 +1,7 @@
 //! `rxsteer report DIR`: renders `report.md` and its SVG charts from the files a comparison
 //! stored (`run.json` and the samples), so a report can always be rebuilt from its directory.
 //! Reads the stored records through their types (`rxsteer-records`), every version of them.
+mod capacity;
 mod markdown;
 pub mod observer;
 pub mod predict;
@@ -132,6 +133,9 @@ pub fn run(dir: &Path) -> Result<()> {
                 ),
             )?;
         }
+    }
+    for (name, chart) in capacity::charts(&doc) {
+        std::fs::write(dir.join(name), chart)?;
     }
     std::fs::write(dir.join("report.md"), &md)?;
     eprintln!("rxsteer report: wrote {}", dir.join("report.md").display());

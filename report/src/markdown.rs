@@ -162,12 +162,27 @@ pub fn render(run: &RunDoc) -> Result<String> {
         "# Receive steering: {}\n",
         arms.iter().map(label).collect::<Vec<_>>().join(" vs ")
     )?;
-    setup_section(&mut o, run, &protos)?;
-    notes_section(&mut o, run)?;
-    recommendation_section(&mut o, run, &protos)?;
+    let searched = crate::capacity::searched(run);
+    if searched {
+        // The first screen answers: capacity per arm and the recommendation, then the notes.
+        crate::capacity::answer_section(&mut o, run, &arms, &protos)?;
+        notes_section(&mut o, run)?;
+        setup_section(&mut o, run, &protos)?;
+    } else {
+        setup_section(&mut o, run, &protos)?;
+        notes_section(&mut o, run)?;
+        recommendation_section(&mut o, run, &protos)?;
+    }
     xdp_section(&mut o, &run.runs)?;
     observer_section(&mut o, run, &arms, &protos)?;
-    writeln!(o, "## Throughput per repetition\n")?;
+    if searched {
+        writeln!(
+            o,
+            "## Capacity per repetition (req/s at each search's knee)\n"
+        )?;
+    } else {
+        writeln!(o, "## Throughput per repetition\n")?;
+    }
     writeln!(o, "![req/s](throughput.svg) ![p99](p99.svg)\n")?;
     for &p in &protos {
         throughput_section(&mut o, run, &arms, p)?;
@@ -179,6 +194,10 @@ pub fn render(run: &RunDoc) -> Result<String> {
     per_request_section(&mut o, run, &arms, &protos)?;
     time_section(&mut o, run, &arms)?;
     verdict_section(&mut o, run, &arms, &protos)?;
+    if searched {
+        writeln!(o)?;
+        crate::capacity::steps_section(&mut o, run, &arms, &protos)?;
+    }
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
 }
@@ -201,14 +220,27 @@ fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
             r.rx_cpu, r.server_cpus, r.loader_cpus
         )
     };
+    let load = match &run.search {
+        Some(s) => format!(
+            "a capacity search per load (open-loop steps of {} s after {} s of warm-up, rates {} to {} req/s)",
+            s.step_s,
+            s.step_warmup_s,
+            rxsteer_records::breakdown::rate_text(s.rates[0]),
+            rxsteer_records::breakdown::rate_text(s.rates[1])
+        ),
+        None => format!(
+            "{} s measured per load{}",
+            run.seconds,
+            // Runs stored before the warm-up was recorded leave it out rather than print null.
+            run.warmup_s
+                .map_or(String::new(), |w| format!(" after {w} s of warm-up"))
+        ),
+    };
     writeln!(
         o,
-        "`{}` scenario over {}, {} s measured per load{}, {} connections, {} repetitions (mode order rotated); {where_}.\n",
+        "`{}` scenario over {}, {load}, {} connections, {} repetitions (mode order rotated); {where_}.\n",
         run.scenario,
         protos.iter().map(|p| p.label()).collect::<Vec<_>>().join(" and "),
-        run.seconds,
-        // Runs stored before the warm-up was recorded leave it out rather than print null.
-        run.warmup_s.map_or(String::new(), |w| format!(" after {w} s of warm-up")),
         run.connections,
         run.reps()
     )?;
@@ -727,17 +759,51 @@ fn verdict_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Pro
         return Ok(());
     }
     writeln!(o, "\n## What limited each load\n")?;
-    writeln!(o, "A CPU busy {:.0} % or more of the window is saturated; the verdict names what took most of its time.\n", SATURATED * 100.0)?;
+    writeln!(
+        o,
+        "A CPU busy {:.0} % or more of the window is saturated; the verdict names what took most of its time{}. Repetitions that agree on the limit and its CPUs share a row; its text is the first of them.\n",
+        SATURATED * 100.0,
+        if crate::capacity::searched(run) {
+            " (for a capacity search: at the lowest rate the arm did not sustain)"
+        } else {
+            ""
+        }
+    )?;
+    // (arm, protocol, limit) -> the repetitions that gave it, and the first one's text.
+    let mut groups: Vec<(ArmName, Proto, String, Vec<u32>, &str)> = Vec::new();
     for (r, v) in &verdicts {
-        writeln!(
-            o,
-            "- rep {} {} {}: {}",
-            r.rep,
-            r.arm().label(),
-            r.proto.label(),
-            v.text
-        )?;
+        let key = format!(
+            "{}, CPU {}",
+            v.bound,
+            v.cpus
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join("+")
+        );
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == r.arm() && g.1 == r.proto && g.2 == key)
+        {
+            Some(g) => g.3.push(r.rep),
+            None => groups.push((r.arm(), r.proto, key, vec![r.rep], v.text.as_str())),
+        }
     }
+    groups.sort_by_key(|g| (arms.iter().position(|a| *a == g.0), g.1.as_str()));
+    let table = Table::new()
+        .column("arm", |g: &&(ArmName, Proto, String, Vec<u32>, &str)| {
+            label(&g.0)
+        })
+        .column("protocol", |g| g.1.label().to_string())
+        .column("limit", |g| g.2.clone())
+        .column("repetitions", |g| {
+            g.3.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .column("what the CPUs did (first of them)", |g| g.4.to_string());
+    o.push_str(&table.render(groups.iter()));
     writeln!(o, "\n## What moved where, and whether it paid off\n")?;
     for &p in protos {
         for a in arms.iter().filter(|a| !is_untuned(a)) {

@@ -3,6 +3,7 @@
 //! arm whose repetitions disagree or whose req/s spread marks it noisy.
 use rxsteer_records::{
     run::{median, range, ArmName, NO_BPF_ARM},
+    search::SearchEnd,
     CpuFlags, Mode, Proto, Row, RunDoc, XdpMode,
 };
 
@@ -149,8 +150,49 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
             command: None,
         };
     }
-    let cands = candidates(run, proto);
     let mut reasons = Vec::new();
+    // A capacity that the loader capped, or none at all, is no figure to pick a winner by.
+    let unjudged = |a: ArmName| -> Option<String> {
+        let rows = run.of(a, proto);
+        let bad: Vec<&Row> = rows
+            .iter()
+            .copied()
+            .filter(|r| {
+                r.search
+                    .as_ref()
+                    .is_some_and(|s| !matches!(s.end, SearchEnd::Knee | SearchEnd::Ceiling))
+            })
+            .collect();
+        let first = bad.first()?.search.as_ref()?;
+        Some(format!(
+            "{}: {} in {} of {} repetitions",
+            a.label(),
+            first.outcome(),
+            bad.len(),
+            rows.len()
+        ))
+    };
+    let untuned = ArmName::of(Mode::None);
+    if let Some(why) = unjudged(untuned) {
+        return Recommendation {
+            proto,
+            arm: None,
+            verdict: "no winner claimed".into(),
+            reasons: vec![format!(
+                "{why}, so no ratio to it says which arm serves more; more loaders \
+                 (--loader ssh://...) or fewer connections per loader CPU give one"
+            )],
+            command: None,
+        };
+    }
+    let mut cands = candidates(run, proto);
+    cands.retain(|c| match unjudged(c.arm) {
+        Some(why) => {
+            reasons.push(format!("{why}: not weighed"));
+            false
+        }
+        None => true,
+    });
     let winners: Vec<&Candidate> = cands
         .iter()
         .filter(|c| c.ratios.iter().all(|&r| r > 1.0) && median(&c.ratios) >= MIN_GAIN)
@@ -183,11 +225,6 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         }
     };
     reasons.extend(observer_cost(run, proto));
-    if let Some(c) = rxsteer_records::small_machine_caveat(run.cpus.max(1)) {
-        if run.caveat.is_some() {
-            reasons.push(format!("measured where {c}"));
-        }
-    }
     Recommendation {
         proto,
         arm,

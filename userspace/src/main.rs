@@ -35,7 +35,7 @@ enum Cmd {
     Restore,
     /// Untuned vs RPS vs cpumap in the embedded lab: rxsteer serve driven by rxload, per mode
     /// and repetition, with where the receive work went per CPU.
-    Compare(rxsteer::compare::CompareArgs),
+    Compare(Box<rxsteer::compare::CompareArgs>),
     /// Render report.md from a comparison's run directory (its run.json).
     Report { dir: std::path::PathBuf },
     /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
@@ -113,6 +113,11 @@ fn main() {
             std::process::exit(141);
         }
         eprintln!("rxsteer: {e:#}");
-        std::process::exit(1);
+        // A flag whose value only the run could judge (--p99 under the unloaded p99): the
+        // status of a refused flag.
+        let bad_flag = e
+            .chain()
+            .any(|c| c.is::<rxsteer::compare::BoundBelowUnloaded>());
+        std::process::exit(if bad_flag { 2 } else { 1 });
     }
 }

@@ -32,10 +32,21 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = common::host_state();
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-{}", std::process::id()));
+    // The default: every load a capacity search (short steps here).
     let (run, stdout, err) = compare(
-        &["-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "8"],
+        &[
+            "--step",
+            "300ms",
+            "--step-warmup",
+            "200ms",
+            "--reps",
+            "1",
+            "-c",
+            "8",
+        ],
         &out_dir,
     );
+    assert_eq!(run["search"]["step_s"], 0.3, "{}", run["search"]);
     let rows = run["runs"].as_array().unwrap();
     let got: Vec<(&str, &str)> = rows
         .iter()
@@ -76,6 +87,27 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         (&false.into(), &true.into(), &true.into()),
         "the lab's offloads are stored: {lab}"
     );
+    for r in rows.iter().chain(no_bpf) {
+        // Each search climbed past the unloaded step, found a knee the arm sustained, and
+        // stored it as the row's figure; what limited it is the step above.
+        let s = &r["search"];
+        let steps = s["steps"].as_array().unwrap();
+        assert!(steps.len() >= 3, "{s}");
+        assert_eq!(steps[0]["kind"], "unloaded", "{s}");
+        assert!(s["bound_us"].as_u64().unwrap() >= 1000, "{s}");
+        let knee = &steps[s["knee"].as_u64().unwrap() as usize];
+        assert_eq!(knee["sustained"], true, "{s}");
+        assert!(knee["p99_us"].as_u64().unwrap() <= s["bound_us"].as_u64().unwrap());
+        assert_eq!(r["req_per_s"], knee["req_per_s"], "{r}");
+        assert!(
+            matches!(
+                s["end"]["kind"].as_str(),
+                Some("knee" | "loader-bound" | "ceiling")
+            ),
+            "{s}"
+        );
+        assert!(knee["busy"].as_array().unwrap().len() >= 2, "{knee}");
+    }
     for r in rows {
         assert!(r["req_per_s"].as_f64().unwrap() > 100.0, "{r}");
         assert_eq!(r["error_total"], 0, "{r}");
@@ -92,7 +124,7 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             assert!(r.get("xdp_mode").is_none_or(Value::is_null), "{r}");
         }
         assert_eq!(r["tc"], "tcx", "{r}");
-        assert!(r["measured_s"].as_f64().unwrap() > 0.4, "{r}");
+        assert!(r["measured_s"].as_f64().unwrap() > 0.2, "{r}");
         // Every CPU's time adds up to its wall time, 1000 ms/s (each of the 8 parts rounded
         // to 0.1 ms/s), no part negative: nothing counted twice, nothing lost.
         for (cpu, t) in r["time_ms_per_s"].as_array().unwrap().iter().enumerate() {
@@ -163,11 +195,16 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         "heatmap-none.svg",
         "heatmap-rps.svg",
         "heatmap-cpumap.svg",
-        "rxload-cpumap-zap-rep0.json",
-        "latency-rps-http-rep0.hgrm",
-        "live-none-zap-rep0.jsonl",
+        "rxload-cpumap-zap-rep0-step0.json",
+        "rxload-cpumap-zap-rep0-step2.json",
+        "latency-rps-http-rep0-step1.hgrm",
+        "live-none-zap-rep0-step0.jsonl",
         "samples-cpumap-http-rep0.jsonl",
         "time-cpumap.svg",
+        "capacity-http.svg",
+        "capacity-zap.svg",
+        "busy-http.svg",
+        "busy-zap.svg",
     ] {
         assert!(out_dir.join(f).is_file(), "{f} stored");
     }
@@ -176,6 +213,18 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
         report.contains("### ZAP") && report.contains("| XDP cpumap | HTTP/1.1 |"),
         "{report}"
     );
+    // The first screen answers: the capacity tables come before anything else, and the
+    // small-machine note is said once.
+    let answer = report
+        .find("## The answer: capacity at the p99 bound")
+        .unwrap();
+    assert!(answer < report.find("## ").unwrap() + 1, "{report}");
+    assert!(
+        report.contains("**HTTP/1.1**, p99 bound") && report.contains("**ZAP**, p99 bound"),
+        "{report}"
+    );
+    assert!(report.contains("## The capacity searches"), "{report}");
+    assert!(report.matches("not a gain").count() <= 1, "{report}");
     assert!(
         report.contains("## The observer and what it cost")
             && report.contains("**Observer cost, ZAP:** untuned served"),
@@ -214,6 +263,7 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         .args([
             "compare",
             "--force",
+            "--closed",
             "--steer",
             "cpumap",
             "--proto",
@@ -309,6 +359,23 @@ fn one_mode_one_protocol_and_bad_flags_named() {
         (vec!["--reps", "0"], "0 is not in 1..=20", parser),
         (vec!["--connections", "0"], "0 is not in 1..=10000", parser),
         (vec!["--rate", "0"], "\"0\" is outside 1..=10000000", parser),
+        (vec!["--p99", "0"], "\"0\" is outside 10us..=10s", parser),
+        (
+            vec!["--rates", "500k..2k"],
+            "\"500k..2k\": expected LO..HI requests per second, 1 <= LO < HI <= 10M",
+            parser,
+        ),
+        (vec!["--rates", "5k..5k"], "1 <= LO < HI <= 10M", parser),
+        (
+            vec!["--closed", "--rate", "5000"],
+            "'--closed' cannot be used with '--rate <RATE>'",
+            parser,
+        ),
+        (
+            vec!["--loader-io", "uring"],
+            "--loader-io uring: rxload's io_uring engine has no open loop",
+            checked,
+        ),
         (vec!["--loader", "ftp://x"], "--loader \"ftp://x\"", parser),
         (
             vec!["--loader", "external"],
@@ -345,6 +412,7 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare2-{}", std::process::id()));
     let (run, _, _) = compare(
         &[
+            "--closed",
             "--xdp-mode",
             "both",
             "--scenario",
@@ -465,8 +533,8 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-kill-{}", std::process::id()));
     let mut compare = Command::new(RXSTEER)
         .args([
-            "compare", "--force", "--steer", "cpumap", "--proto", "http", "-d", "60s", "--reps",
-            "1", "--no-tui", "--out",
+            "compare", "--force", "--closed", "--steer", "cpumap", "--proto", "http", "-d", "60s",
+            "--reps", "1", "--no-tui", "--out",
         ])
         .arg(&out_dir)
         .stderr(std::process::Stdio::null())
@@ -492,8 +560,8 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
     // The killed run's lab namespaces are still there; the next start removes them and says so.
     let next = Command::new(RXSTEER)
         .args([
-            "compare", "--force", "--steer", "none", "--proto", "http", "-d", "300ms", "--warmup",
-            "0s", "--reps", "1", "--no-tui", "--out",
+            "compare", "--force", "--closed", "--steer", "none", "--proto", "http", "-d", "300ms",
+            "--warmup", "0s", "--reps", "1", "--no-tui", "--out",
         ])
         .arg(out_dir.join("next"))
         .output()
@@ -517,8 +585,8 @@ fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
             std::env::temp_dir().join(format!("rxsteer-compare-{name}-{}", std::process::id()));
         let mut compare = Command::new(RXSTEER)
             .args([
-                "compare", "--force", "--steer", "rps", "--proto", "http", "-d", "60s", "--reps",
-                "1", "--no-tui", "--out",
+                "compare", "--force", "--closed", "--steer", "rps", "--proto", "http", "-d", "60s",
+                "--reps", "1", "--no-tui", "--out",
             ])
             .arg(&out_dir)
             .stderr(std::process::Stdio::piped())
@@ -554,8 +622,8 @@ fn the_tc_witnesses_on_a_clsact_qdisc_keep_their_per_cpu_counts() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-clsact-{}", std::process::id()));
     let (run, _, _) = compare(
         &[
-            "--steer", "rps", "--proto", "http", "--tc", "clsact", "-d", "1s", "--warmup", "500ms",
-            "--reps", "1", "-c", "4",
+            "--closed", "--steer", "rps", "--proto", "http", "--tc", "clsact", "-d", "1s",
+            "--warmup", "500ms", "--reps", "1", "-c", "4",
         ],
         &out_dir,
     );

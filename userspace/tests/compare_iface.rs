@@ -32,7 +32,8 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
     let out = common::compare_on_iface(&lab, &["local"])
         .args([
-            "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
+            "--closed", "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4",
+            "--no-tui",
         ])
         .arg("--out")
         .arg(&out_dir)
@@ -82,7 +83,8 @@ fn netns_loader_drives_the_load_across_the_wire_and_leaves_its_namespace() {
     let loader = format!("netns:{}", lab.client.name());
     let out = common::compare_on_iface(&lab, &[&loader])
         .args([
-            "--steer", "rps", "--proto", "http", "-d", "1s", "--reps", "1", "-c", "4", "--no-tui",
+            "--closed", "--steer", "rps", "--proto", "http", "-d", "1s", "--reps", "1", "-c", "4",
+            "--no-tui",
         ])
         .arg("--out")
         .arg(&out_dir)
@@ -128,7 +130,8 @@ fn external_loader_is_observed_and_steered_without_rxsteer_driving_it() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-e-{}", std::process::id()));
     let mut compare = common::compare_on_iface(&lab, &["external"])
         .args([
-            "--steer", "cpumap", "--proto", "http", "-d", "2s", "--warmup", "0s", "--reps", "1",
+            "--closed", "--steer", "cpumap", "--proto", "http", "-d", "2s", "--warmup", "0s",
+            "--reps", "1",
         ])
         .args(["--no-tui", "--out"])
         .arg(&out_dir)
@@ -215,7 +218,8 @@ fn a_server_port_in_use_is_named_and_the_host_restored() {
     ready_rx.recv().unwrap();
     let out = common::compare_on_iface(&lab, &["local"])
         .args([
-            "--steer", "cpumap", "--proto", "http", "-d", "1s", "--reps", "1", "--no-tui",
+            "--closed", "--steer", "cpumap", "--proto", "http", "-d", "1s", "--reps", "1",
+            "--no-tui",
         ])
         .args(["--out", "/tmp/rxsteer-port-in-use"])
         .output()

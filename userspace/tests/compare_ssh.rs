@@ -113,8 +113,8 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
         .arg("--ssh-config")
         .arg(sshd.dir.join("ssh_config"))
         .args([
-            "--steer", "cpumap", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "4",
-            "--no-tui", "--out",
+            "--closed", "--steer", "cpumap", "-d", "1s", "--warmup", "500ms", "--reps", "1", "-c",
+            "4", "--no-tui", "--out",
         ])
         .arg(&out_dir)
         .output()

@@ -59,7 +59,9 @@ fn live_screen_shows_heatmap_beside_throughput_and_q_stops_and_restores() {
     let started = Instant::now();
     let child = Command::new(RXSTEER)
         .args([
-            "compare", "--force", "-d", "60s", "--reps", "1", "-c", "8", "--steer", "cpumap",
+            // A capacity search whose steps outlast the test: the screen shows which step
+            // runs and the rate it offers.
+            "compare", "--force", "--step", "60s", "--reps", "1", "-c", "8", "--steer", "cpumap",
         ])
         .arg("--out")
         .arg(&out_dir)
@@ -90,27 +92,28 @@ fn live_screen_shows_heatmap_beside_throughput_and_q_stops_and_restores() {
     // ratatui writes only cells that differ from what the screen holds (blanks are skipped),
     // so a phrase arrives as words between cursor moves: look for single words, and for
     // rxload's first measured interval in its live file.
-    let live = out_dir.join("live-cpumap-http-rep0.jsonl");
+    let live = out_dir.join("live-cpumap-http-rep0-step0.jsonl");
     let measuring = || std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure"));
+    let wanted = [
+        "compare", "cpumap", "NET_RX", "kthreads", "req/s", "p99", "cpu0", "cpu1", "results",
+        "step", "unloaded", "offered",
+    ];
     let deadline = Instant::now() + Duration::from_secs(40);
-    while !(text().contains("NET_RX") && measuring()) {
+    while !(measuring() && wanted.iter().all(|w| text().contains(w))) {
+        let shown = text();
         assert!(
             Instant::now() < deadline,
-            "the live screen never showed the heatmap and a measured interval: {}",
-            text()
+            "the live screen never showed {:?} with a measured interval: {shown}",
+            wanted
+                .iter()
+                .filter(|w| !shown.contains(*w))
+                .collect::<Vec<_>>()
         );
         assert!(
             child.0.try_wait().unwrap().is_none(),
-            "exited early: {}",
-            text()
+            "exited early: {shown}"
         );
         std::thread::sleep(Duration::from_millis(100));
-    }
-    let shown = text();
-    for want in [
-        "compare", "cpumap", "NET_RX", "kthreads", "req/s", "p99", "cpu0", "cpu1", "results",
-    ] {
-        assert!(shown.contains(want), "{want:?} not on the screen");
     }
     std::fs::File::from(master.try_clone().unwrap())
         .write_all(b"q")

@@ -181,6 +181,9 @@ pub fn observer(paths: &Paths) -> Result<()> {
         let status = std::process::Command::new(&rxsteer)
             .args([
                 "compare",
+                // The observer's cost as the stored bench has always measured it: closed-loop
+                // req/s of each arm over untuned with no BPF.
+                "--closed",
                 "--steer",
                 "none",
                 "--observer",

@@ -4,6 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use super::{
     load::{self, LoaderArg},
+    search,
     several::{several, Several},
 };
 use crate::top::parse_interval;
@@ -89,10 +90,28 @@ pub struct CompareArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=64 << 20))]
     pub body_size: Option<u32>,
     /// Open loop: every load sends this many requests per second on a fixed schedule (rxload
-    /// --rate; 1 to 10 million) instead of as fast as answers come back. For measuring a set
-    /// load below saturation (how busy each CPU is at it), not the most a mode can serve.
-    #[arg(long, value_parser = parse_rate)]
+    /// --rate; 1 to 10 million) instead of searching for each arm's capacity. For measuring a
+    /// set load below saturation (how busy each CPU is at it), not the most a mode can serve.
+    #[arg(long, value_parser = parse_rate, conflicts_with = "closed")]
     pub rate: Option<f64>,
+    /// Closed loop: each load sends as fast as answers come back, for -d, instead of the
+    /// capacity search (what runs before the search existed measured).
+    #[arg(long)]
+    pub closed: bool,
+    /// The capacity search's latency bound: the highest rate each arm sustains with p99 at or
+    /// under it (10us to 10s; default: 1 ms or 10x the unloaded p99, whichever is larger).
+    #[arg(long, value_parser = parse_p99)]
+    pub p99: Option<Duration>,
+    /// The rates the capacity search may offer, LO..HI requests per second (e.g. 2k..2M):
+    /// it climbs from LO (later loads from half the lowest knee found) and stops at HI.
+    #[arg(long, default_value = "2k..2M", value_parser = search::parse_rates)]
+    pub rates: search::RateRange,
+    /// Measured time of each search step (200ms to 1h).
+    #[arg(long, default_value = "500ms", value_parser = parse_measured)]
+    pub step: Duration,
+    /// Warm-up of each search step before its measured time.
+    #[arg(long, default_value = "250ms", value_parser = parse_seconds)]
+    pub step_warmup: Duration,
     /// XDP attach mode of every arm; both runs each steering mode in drv and in skb mode.
     #[arg(long, default_value = "auto", value_parser = several(
         "both",
@@ -188,6 +207,14 @@ pub struct CompareArgs {
     pub roles: crate::lab::RoleArgs,
 }
 
+/// --p99: a duration from 10 us to 10 s.
+pub fn parse_p99(s: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(s) {
+        Ok(d) if (Duration::from_micros(10)..=Duration::from_secs(10)).contains(&d) => Ok(d),
+        _ => Err(format!("{s:?} is outside 10us..=10s")),
+    }
+}
+
 /// Requests per second for --rate: 1 to 10 million.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -275,6 +302,12 @@ impl CompareArgs {
         }
     }
 
+    /// Whether each load is a capacity search (neither --closed nor --rate).
+    pub fn searches(&self) -> bool {
+        let external = self.loader.iter().any(|l| matches!(l, LoaderArg::External));
+        !self.closed && self.rate.is_none() && !external
+    }
+
     pub fn protos(&self) -> Vec<Proto> {
         self.proto.0.clone()
     }
@@ -286,6 +319,12 @@ impl CompareArgs {
             bail!("--loader, --target-ip and --ssh-config go with --iface (the lab has its own loader)");
         }
         load::ssh_dests(&self.loader)?;
+        if self.searches() && self.loader_io == LoaderIo::Uring {
+            bail!(
+                "--loader-io uring: rxload's io_uring engine has no open loop, so it cannot \
+                 search for each arm's capacity; add --closed, or leave --loader-io at tokio"
+            );
+        }
         Ok(())
     }
 }

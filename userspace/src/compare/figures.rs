@@ -188,6 +188,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         cpumap_drops: f.cpumap_drops,
         softnet_dropped: f.softnet_dropped,
         steer_fallback: f.steer_fallback,
+        search: None,
     }
 }
 

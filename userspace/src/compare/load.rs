@@ -142,8 +142,10 @@ impl LoadSpec<'_> {
             self.scenario.as_str().into(),
             "--io".into(),
             self.io.as_str().into(),
+            // Samples are tagged measured from the first measured live line on: a short
+            // window (a search step) needs lines closer together than 500 ms.
             "--live-interval".into(),
-            "500ms".into(),
+            ms(live_interval(self.warmup, self.measure)),
             // The comparison records every error by kind and judges the load itself; a
             // failed request must not abort the whole run.
             "--max-errors".into(),
@@ -170,6 +172,16 @@ impl LoadSpec<'_> {
         }
         a
     }
+}
+
+/// rxload's live interval for a window: 500 ms, or less where the warm-up or a third of the
+/// measured time is shorter (never under 50 ms).
+pub fn live_interval(warmup: Duration, measure: Duration) -> Duration {
+    let mut i = Duration::from_millis(500).min(measure / 3);
+    if !warmup.is_zero() {
+        i = i.min(warmup);
+    }
+    Duration::from_millis(i.as_millis() as u64).max(Duration::from_millis(50))
 }
 
 /// The rxload binary: beside this executable (cargo builds both into one folder).
@@ -386,6 +398,16 @@ mod tests {
         assert!(ssh_dests(&[LoaderArg::Local, ssh("a")]).is_err());
         assert!(ssh_dests(&[LoaderArg::Local, LoaderArg::External]).is_err());
         assert!(ssh_dests(&[LoaderArg::External]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn short_windows_get_live_lines_closer_together() {
+        let ms = Duration::from_millis;
+        assert_eq!(live_interval(ms(1000), ms(5000)), ms(500));
+        assert_eq!(live_interval(ms(250), ms(500)), ms(166));
+        assert_eq!(live_interval(ms(200), ms(300)), ms(100));
+        assert_eq!(live_interval(Duration::ZERO, ms(60_000)), ms(500));
+        assert_eq!(live_interval(ms(10), ms(200)), ms(50));
     }
 
     #[test]

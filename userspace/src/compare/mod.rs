@@ -10,6 +10,7 @@ mod gate;
 mod load;
 mod merge;
 mod screen;
+mod search;
 mod session;
 mod several;
 mod sites;
@@ -18,13 +19,15 @@ mod watch;
 mod witness;
 
 pub use args::{Arm, CompareArgs};
+pub use search::BoundBelowUnloaded;
 pub use several::Several;
 pub use sites::Site;
 
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{
     run::{ratio_in, Environments},
-    Proto, Row, RunDoc,
+    search::{Search, Step, StepKind, SUSTAINED_SHARE},
+    LoadResult, Proto, Row, RunDoc,
 };
 use std::{
     io::IsTerminal,
@@ -123,10 +126,11 @@ fn measure(
         dir,
         stop,
     };
+    let mut plans = search::Plans::new(args.rates, args.p99.map(|d| d.as_micros() as u64));
     for rep in 0..args.reps {
         for arm in rotated(&args.arms(), rep) {
             for proto in args.protos() {
-                let row = run.load(rep, &arm, proto, &mut screen)?;
+                let row = run.load(rep, &arm, proto, &mut screen, &mut plans)?;
                 let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
                 rows.push(row);
                 screen.on_done(Done {
@@ -173,49 +177,157 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// One load: the arm in place (checked against what the kernel shows), the loaders run
-    /// and followed to the end of the window, every figure stored; its row.
-    fn load(&self, rep: u32, arm: &Arm, proto: Proto, screen: &mut Screen) -> Result<Row> {
+    /// One load: the arm in place (checked against what the kernel shows), then its capacity
+    /// search, or one closed-loop or fixed-rate window; every figure stored; its row.
+    fn load(
+        &self,
+        rep: u32,
+        arm: &Arm,
+        proto: Proto,
+        screen: &mut Screen,
+        plans: &mut search::Plans,
+    ) -> Result<Row> {
         let args = self.args;
-        screen.begin(load_label(args, rep, arm, proto));
+        let label = load_label(args, rep, arm, proto);
+        screen.begin(label.clone());
         let base = format!("{}-{}-rep{rep}", arm.key(), proto.as_str());
         if arm.observer == rxsteer_dataplane::ObserverChoice::Off {
             witness::wait_unloaded(std::time::Duration::from_secs(5))?;
         }
-        let session = ModeSession::start(
-            self.site,
-            *arm,
-            proto,
-            args.interval,
-            args.server_io,
-            args.tc,
-        )?;
+        // A search step is short: two samples of it at least.
+        let interval = if args.searches() {
+            args.interval.min(args.step / 2)
+        } else {
+            args.interval
+        };
+        let session =
+            ModeSession::start(self.site, *arm, proto, interval, args.server_io, args.tc)?;
         let attached = witness::read(self.site)?;
         witness::check(arm, &self.site.server_dev, &attached)?;
+        let mut all = Vec::new();
+        let mut at = At {
+            session: &session,
+            rep,
+            arm,
+            proto,
+            screen,
+            all: &mut all,
+        };
+        let mut row = if args.searches() {
+            self.search(&mut at, &label, &base, plans)?
+        } else {
+            let w = Window {
+                rate: args.rate,
+                measure: args.duration,
+                warmup: args.warmup,
+                base: base.clone(),
+            };
+            self.window(&mut at, &w)?.0
+        };
+        session.stop()?;
+        figures::store_samples(&self.dir.join(format!("samples-{base}.jsonl")), &all)?;
+        row.attached = Some(attached);
+        Ok(row)
+    }
+
+    /// The capacity search of one load: the unloaded step (which sets the protocol's bound
+    /// on its first load), then the planner's rates until it is done. The row is the knee
+    /// step's, its verdict that of the lowest rate not sustained.
+    fn search(
+        &self,
+        at: &mut At,
+        label: &str,
+        base: &str,
+        plans: &mut search::Plans,
+    ) -> Result<Row> {
+        let args = self.args;
+        let window = |k: usize, rate: f64| Window {
+            rate: Some(rate),
+            measure: args.step,
+            warmup: args.step_warmup,
+            base: format!("{base}-step{k}"),
+        };
+        at.screen.begin(format!(
+            "{label}  step 0 (unloaded): {:.0} req/s offered",
+            search::UNLOADED_RATE
+        ));
+        let (row, load) = self.window(at, &window(0, search::UNLOADED_RATE))?;
+        let unloaded = row.p99_us.unwrap_or(0);
+        let (bound_us, bound_from) = plans.bound(at.proto, unloaded)?;
+        let mut found = Search {
+            bound_us,
+            bound_from,
+            unloaded_p99_us: row.p99_us,
+            ..Default::default()
+        };
+        let mut rows = vec![row.clone()];
+        found.steps.push(step_of(
+            StepKind::Unloaded,
+            search::UNLOADED_RATE,
+            &row,
+            load.as_ref(),
+            bound_us,
+        ));
+        let mut planner = search::Planner::new(plans.range(), plans.start(at.proto));
+        while let Some((kind, rate)) = planner.next() {
+            let k = found.steps.len();
+            at.screen.begin(format!(
+                "{label}  step {k} ({}): {} req/s offered, p99 bound {}",
+                step_name(kind),
+                rxsteer_records::breakdown::rate_text(rate),
+                rxsteer_records::search::ms(bound_us)
+            ));
+            let (row, load) = self.window(at, &window(k, rate))?;
+            let step = step_of(kind, rate, &row, load.as_ref(), bound_us);
+            planner.record(kind, rate, step.sustained);
+            found.steps.push(step);
+            rows.push(row);
+        }
+        found.finish(planner.at_ceiling());
+        plans.found(at.proto, found.capacity());
+        // No knee: the figures of the lowest rate it failed (what it could not sustain).
+        let at_row = found
+            .knee
+            .or_else(|| {
+                let failed = found.first_failed()?;
+                found.steps.iter().position(|s| std::ptr::eq(s, failed))
+            })
+            .unwrap_or(0);
+        let mut row = rows.swap_remove(at_row);
+        if let Some(v) = found.limit() {
+            row.verdict = Some(v);
+        }
+        row.search = Some(found);
+        Ok(row)
+    }
+
+    /// One rxload window inside the session, followed to its end: its row and rxload's result.
+    fn window(&self, at: &mut At, w: &Window) -> Result<(Row, Option<LoadResult>)> {
+        let args = self.args;
         let dir = self.dir;
         let spec = LoadSpec {
-            proto,
+            proto: at.proto,
             scenario: args.scenario,
             body_size: args.body_size,
-            rate: args.rate,
+            rate: w.rate,
             connections: args.connections,
             io: args.loader_io,
-            measure: args.duration,
-            warmup: args.warmup,
+            measure: w.measure,
+            warmup: w.warmup,
             target_ip: &self.site.target_ip,
-            json: dir.join(format!("rxload-{base}.json")),
-            hgrm: dir.join(format!("latency-{base}.hgrm")),
-            live: dir.join(format!("live-{base}.jsonl")),
-            base,
+            json: dir.join(format!("rxload-{}.json", w.base)),
+            hgrm: dir.join(format!("latency-{}.hgrm", w.base)),
+            live: dir.join(format!("live-{}.jsonl", w.base)),
+            base: w.base.clone(),
         };
         let mut children = self.loader.spawn(&spec)?;
         let mut tagged = Vec::new();
-        if let Ended::Stopped = self.follow(&session, &spec, &mut children, screen, &mut tagged)? {
+        if let Ended::Stopped = self.follow(at, &spec, &mut children, &mut tagged)? {
             for c in &mut children {
                 let _ = c.kill();
                 let _ = c.wait();
             }
-            drop(session);
+            // The session, dropped on the way out, takes the arm down.
             bail!(
                 "stopped before the end (q or a signal); everything was restored; \
                  partial files in {}",
@@ -223,32 +335,30 @@ impl Run<'_> {
             );
         }
         let load = self.loader.collect(&spec, &mut children)?;
-        session.stop()?;
-        figures::store_samples(&dir.join(format!("samples-{}.jsonl", spec.base)), &tagged)?;
-        let mut row = figures::row(rep, *arm, proto, load.as_ref(), &tagged);
-        row.attached = Some(attached);
-        Ok(row)
+        let row = figures::row(at.rep, *at.arm, at.proto, load.as_ref(), &tagged);
+        at.all.extend(tagged);
+        Ok((row, load))
     }
 
     /// Follows the loaders and the session's samples to the end of the window, drawing each
     /// on the screen; the samples go into `tagged`.
     fn follow(
         &self,
-        session: &ModeSession,
+        at: &mut At,
         spec: &LoadSpec,
         children: &mut [std::process::Child],
-        screen: &mut Screen,
         tagged: &mut Vec<watch::Tagged>,
     ) -> Result<Ended> {
         let mut clocks = watch::Clocks::new(
-            session.serve_pid(),
+            at.session.serve_pid(),
             children.iter().map(std::process::Child::id).collect(),
         );
+        let screen = &mut *at.screen;
         watch::follow(
             children,
-            self.args.warmup + self.args.duration,
+            spec.warmup + spec.measure,
             &spec.live,
-            &session.samples,
+            &at.session.samples,
             &mut clocks,
             &mut |e| match e {
                 Event::Live(l) => {
@@ -270,6 +380,79 @@ impl Run<'_> {
     }
 }
 
+/// Where one load's windows run: its session, arm and protocol, the screen, and every
+/// sample so far (stored once the load ends).
+struct At<'a> {
+    session: &'a ModeSession,
+    rep: u32,
+    arm: &'a Arm,
+    proto: Proto,
+    screen: &'a mut Screen,
+    all: &'a mut Vec<watch::Tagged>,
+}
+
+/// One rxload window: open loop at `rate`, or closed.
+struct Window {
+    rate: Option<f64>,
+    measure: std::time::Duration,
+    warmup: std::time::Duration,
+    /// File-name stem of its rxload files.
+    base: String,
+}
+
+fn step_name(k: StepKind) -> &'static str {
+    match k {
+        StepKind::Unloaded => "unloaded",
+        StepKind::Coarse => "coarse",
+        StepKind::Bisect => "bisect",
+    }
+}
+
+/// One search step from its window's row: judged against the bound.
+fn step_of(
+    kind: StepKind,
+    offered: f64,
+    row: &Row,
+    load: Option<&LoadResult>,
+    bound_us: u64,
+) -> Step {
+    let busy = row
+        .time_ms_per_s
+        .iter()
+        .flatten()
+        .map(|t| {
+            let total = t.total();
+            if total > 0.0 {
+                (t.busy() / total * 1000.0).round() / 1000.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let loader_cpu = load.map_or(0.0, |l| {
+        l.client.cpu_s / l.measured_s.max(1e-9) / f64::from(l.loader_count().max(1))
+    });
+    let mut s = Step {
+        kind,
+        offered_per_s: offered,
+        req_per_s: row.req_per_s.unwrap_or(0.0),
+        p50_us: row.p50_us.unwrap_or(0),
+        p99_us: row.p99_us.unwrap_or(0),
+        errors: row.error_total,
+        busy,
+        loader_cpu: (loader_cpu * 1000.0).round() / 1000.0,
+        verdict: row.verdict.clone(),
+        ..Default::default()
+    };
+    // The unloaded step sets the bound; it is not judged against it.
+    if kind == StepKind::Unloaded {
+        s.sustained = s.errors == 0 && s.req_per_s >= SUSTAINED_SHARE * offered;
+    } else {
+        s.judge(bound_us);
+    }
+    s
+}
+
 /// The run's document: what was asked, where, on what machine, and every load's row.
 fn run_doc(
     args: &CompareArgs,
@@ -289,6 +472,12 @@ fn run_doc(
         observer: Some(args.observer_name()),
         body_size: args.body_size,
         rate: args.rate,
+        search: args.searches().then(|| rxsteer_records::search::Asked {
+            p99_us: args.p99.map(|d| d.as_micros() as u64),
+            rates: [args.rates.lo, args.rates.hi],
+            step_s: args.step.as_secs_f64(),
+            step_warmup_s: args.step_warmup.as_secs_f64(),
+        }),
         protos: args.protos(),
         scenario: args.scenario,
         seconds: args.duration.as_secs_f64(),
