@@ -283,6 +283,11 @@ pub struct Row {
     /// arm did not sustain. Absent: one closed-loop or fixed-rate load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::search::Search>,
+    /// Why the load ended without figures: its loader failed (the server errored, closed
+    /// every connection or fell over). Its req/s and latency are absent, no ratio is taken
+    /// from it, and the run went on with the other loads. Absent: the load ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// What was attached while a load ran, as the kernel listed it then.

@@ -27,12 +27,14 @@ fn searches(run: &RunDoc, arm: ArmName, p: Proto) -> Vec<(&Row, &Search)> {
         .collect()
 }
 
-/// The bound of a protocol's searches (one per protocol, set by its first load).
+/// The bound of a protocol's searches (one per protocol, set by its first load whose
+/// unloaded step ran: a load that failed even there set none).
 fn bound_of(run: &RunDoc, p: Proto) -> Option<&Search> {
     run.runs
         .iter()
         .filter(|r| r.proto == p)
-        .find_map(|r| r.search.as_ref())
+        .filter_map(|r| r.search.as_ref())
+        .find(|s| s.bound_us > 0)
 }
 
 /// "58k (55k-61k)": a median and its range over repetitions.
@@ -132,6 +134,13 @@ pub fn answer_section(
                 }
                 if none > 0 {
                     write!(cell, "; nothing sustained in {none}").ok();
+                    let why = found.iter().find_map(|(_, s)| match &s.end {
+                        SearchEnd::NothingSustained { why } => Some(why),
+                        _ => None,
+                    });
+                    if let Some(why) = why {
+                        write!(cell, " ({why})").ok();
+                    }
                 }
                 cell
             })
@@ -316,4 +325,150 @@ pub fn charts(run: &RunDoc) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rxsteer_records::{
+        search::{Asked, Step},
+        Observer,
+    };
+
+    /// One load's search: the unloaded step, then (offered, served, p99 in us) steps judged
+    /// against a 1 ms bound; `loader_cpu` on the steps that failed.
+    fn searched_row(rep: u32, arm: &str, steps: &[(f64, f64, u64)], loader_cpu: f64) -> Row {
+        let mut s = Search {
+            bound_us: 1000,
+            unloaded_p99_us: Some(80),
+            steps: vec![Step {
+                offered_per_s: 500.0,
+                req_per_s: 500.0,
+                p99_us: 80,
+                sustained: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        for &(offered, served, p99) in steps {
+            let mut st = Step {
+                kind: StepKind::Coarse,
+                offered_per_s: offered,
+                req_per_s: served,
+                p99_us: p99,
+                ..Default::default()
+            };
+            st.judge(1000);
+            if !st.sustained {
+                st.loader_cpu = loader_cpu;
+            }
+            s.steps.push(st);
+        }
+        s.finish(false);
+        let name: ArmName = arm.parse().unwrap();
+        Row {
+            rep,
+            arm: Some(name),
+            mode: name.mode,
+            proto: Proto::Http,
+            req_per_s: s.capacity(),
+            observer: Some(if name.mode == Mode::Cpumap {
+                Observer::Xdp
+            } else {
+                Observer::Tracepoint
+            }),
+            search: Some(s),
+            ..Default::default()
+        }
+    }
+
+    fn doc(runs: Vec<Row>) -> RunDoc {
+        RunDoc {
+            cpus: 2,
+            protos: vec![Proto::Http],
+            search: Some(Asked::default()),
+            runs,
+            ..Default::default()
+        }
+    }
+
+    fn answer(run: &RunDoc) -> String {
+        let (arms, protos) = run.dims();
+        let mut o = String::new();
+        answer_section(&mut o, run, &arms, &protos).unwrap();
+        o
+    }
+
+    #[test]
+    fn a_knee_found_in_every_repetition_answers_with_capacity_ratio_and_winner() {
+        let mut runs = Vec::new();
+        for rep in 0..3 {
+            runs.push(searched_row(
+                rep,
+                "none",
+                &[(10e3, 10e3, 300), (20e3, 15e3, 4000)],
+                0.3,
+            ));
+            runs.push(searched_row(
+                rep,
+                "rps",
+                &[(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)],
+                0.3,
+            ));
+        }
+        let o = answer(&doc(runs));
+        assert!(
+            o.contains("| RPS/RFS/XPS | 20k (20k-20k) | 2.00x (2.00x-2.00x) |"),
+            "{o}"
+        );
+        assert!(
+            o.contains("**Recommendation for HTTP/1.1: deploy RPS/RFS/XPS.**"),
+            "{o}"
+        );
+    }
+
+    #[test]
+    fn a_knee_the_loader_caused_is_named_and_never_a_winner() {
+        let mut runs = Vec::new();
+        for rep in 0..3 {
+            // Untuned's failed step saturated the loader: its capacity is only a floor.
+            runs.push(searched_row(
+                rep,
+                "none",
+                &[(10e3, 10e3, 300), (20e3, 15e3, 4000)],
+                0.97,
+            ));
+            runs.push(searched_row(
+                rep,
+                "rps",
+                &[(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)],
+                0.3,
+            ));
+        }
+        let o = answer(&doc(runs));
+        assert!(
+            o.contains("loader-bound in 3 of 3: the server's capacity is above this"),
+            "{o}"
+        );
+        assert!(
+            o.contains("**Recommendation for HTTP/1.1: no winner claimed.**"),
+            "{o}"
+        );
+        assert!(o.contains("fewer connections per loader CPU"), "{o}");
+    }
+
+    #[test]
+    fn an_arm_that_sustained_nothing_says_why_and_is_not_weighed() {
+        let mut runs = Vec::new();
+        for rep in 0..2 {
+            runs.push(searched_row(rep, "none", &[(10e3, 10e3, 300)], 0.3));
+            runs.push(searched_row(rep, "rps", &[(10e3, 9e3, 300)], 0.3));
+        }
+        let o = answer(&doc(runs));
+        assert!(
+            o.contains("nothing sustained in 2 (served 90 % of the offered rate)"),
+            "{o}"
+        );
+        assert!(o.contains("RPS/RFS/XPS: no rate sustained"), "{o}");
+    }
 }

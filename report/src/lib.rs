@@ -325,6 +325,24 @@ mod tests {
     }
 
     #[test]
+    fn a_load_that_failed_is_named_first_and_the_others_still_render() {
+        let mut v = run();
+        let rps = &mut v["runs"][1];
+        rps["req_per_s"] = Value::Null;
+        rps["p99_us"] = Value::Null;
+        rps["failed"] = "0 of 0 measured requests failed: no request succeeded".into();
+        let md = render(&doc(v.clone())).unwrap();
+        assert!(md.contains("## Loads that failed"), "{md}");
+        assert!(
+            md.contains("- RPS/RFS/XPS over HTTP/1.1, repetition 1: 0 of 0 measured requests failed: no request succeeded"),
+            "{md}"
+        );
+        assert!(md.contains("## Throughput per repetition"), "{md}");
+        let s = summary(&doc(v)).unwrap();
+        assert!(s.contains("rep 0 HTTP/1.1: untuned 100 req/s; RPS/RFS/XPS failed; XDP cpumap 70 req/s (0.70x);"), "{s}");
+    }
+
+    #[test]
     fn a_192_cpu_run_names_the_busiest_cpus_and_folds_the_rest() {
         let per_cpu = |busy: &[usize], v: f64| -> Vec<f64> {
             (0..192)

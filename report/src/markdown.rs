@@ -101,6 +101,10 @@ pub fn summary(run: &RunDoc) -> Result<String> {
             write!(o, "rep {rep} {}:", p.label())?;
             for a in &arms {
                 if let Some(r) = find(rows, rep, *a, p) {
+                    if r.failed.is_some() {
+                        write!(o, " {} failed;", label(a))?;
+                        continue;
+                    }
                     let Some(rps) = r.req_per_s else {
                         write!(o, " {} observed (external load, no req/s);", label(a))?;
                         continue;
@@ -162,6 +166,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
         "# Receive steering: {}\n",
         arms.iter().map(label).collect::<Vec<_>>().join(" vs ")
     )?;
+    failed_section(&mut o, run)?;
     let searched = crate::capacity::searched(run);
     if searched {
         // The first screen answers: capacity per arm and the recommendation, then the notes.
@@ -200,6 +205,37 @@ pub fn render(run: &RunDoc) -> Result<String> {
     }
     writeln!(o, "\nEvery figure comes from `run.json` and the rxload and sample files beside it; `rxsteer report DIR` re-renders this page and its charts.")?;
     Ok(o)
+}
+
+/// The loads whose loader failed (no request succeeded), first: no figure below stands for
+/// them, and the run went on without them.
+fn failed_section(o: &mut String, run: &RunDoc) -> Result<()> {
+    let failed: Vec<&Row> = run.runs.iter().filter(|r| r.failed.is_some()).collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "## Loads that failed
+"
+    )?;
+    writeln!(
+        o,
+        "No request of these succeeded: they have no req/s or latency, no ratio is taken from them, and the other loads ran on.
+"
+    )?;
+    for r in failed {
+        writeln!(
+            o,
+            "- {} over {}, repetition {}: {}",
+            label(&r.arm()),
+            r.proto.label(),
+            r.rep + 1,
+            r.failed.as_deref().unwrap_or_default()
+        )?;
+    }
+    writeln!(o)?;
+    Ok(())
 }
 
 /// Where and how the run was made: scenario, protocols, durations, the machine.

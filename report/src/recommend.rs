@@ -151,9 +151,24 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         };
     }
     let mut reasons = Vec::new();
-    // A capacity that the loader capped, or none at all, is no figure to pick a winner by.
+    // A capacity that the loader capped, or none at all, is no figure to pick a winner by;
+    // nor is a load that failed.
     let unjudged = |a: ArmName| -> Option<String> {
         let rows = run.of(a, proto);
+        let failed: Vec<&Row> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.failed.is_some())
+            .collect();
+        if let Some(first) = failed.first() {
+            return Some(format!(
+                "{}: failed in {} of {} repetitions ({})",
+                a.label(),
+                failed.len(),
+                rows.len(),
+                first.failed.as_deref().unwrap_or_default()
+            ));
+        }
         let bad: Vec<&Row> = rows
             .iter()
             .copied()
@@ -179,20 +194,34 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
             arm: None,
             verdict: "no winner claimed".into(),
             reasons: vec![format!(
-                "{why}, so no ratio to it says which arm serves more; more loaders \
-                 (--loader ssh://...) or fewer connections per loader CPU give one"
+                "{why}, so no ratio to it says which arm serves more{}",
+                if run.of(untuned, proto).iter().any(|r| r
+                    .search
+                    .as_ref()
+                    .is_some_and(|s| s.end == SearchEnd::LoaderBound))
+                {
+                    "; more loaders (--loader ssh://...) or fewer connections per loader CPU give one"
+                } else {
+                    ""
+                }
             )],
             command: None,
         };
     }
-    let mut cands = candidates(run, proto);
-    cands.retain(|c| match unjudged(c.arm) {
-        Some(why) => {
+    // Every steering arm left out is said, also one with no ratio at all (nothing sustained
+    // or failed in every repetition).
+    let (arms, _) = run.dims();
+    let left_out: Vec<ArmName> = arms
+        .iter()
+        .filter(|a| **a != NO_BPF_ARM && a.mode != Mode::None)
+        .filter_map(|a| {
+            let why = unjudged(*a)?;
             reasons.push(format!("{why}: not weighed"));
-            false
-        }
-        None => true,
-    });
+            Some(*a)
+        })
+        .collect();
+    let mut cands = candidates(run, proto);
+    cands.retain(|c| !left_out.contains(&c.arm));
     let winners: Vec<&Candidate> = cands
         .iter()
         .filter(|c| c.ratios.iter().all(|&r| r > 1.0) && median(&c.ratios) >= MIN_GAIN)
@@ -403,6 +432,36 @@ mod tests {
         assert_eq!(
             (r.arm, r.verdict.as_str()),
             (None, "no recommendation from this run")
+        );
+    }
+
+    #[test]
+    fn a_load_that_failed_is_not_weighed_and_the_others_still_are() {
+        let mut r = run(&[(100.0, 120.0, 130.0), (110.0, 125.0, 140.0)]);
+        let cpumap = r
+            .runs
+            .iter_mut()
+            .find(|x| x.arm().to_string() == "cpumap-skb")
+            .unwrap();
+        cpumap.req_per_s = None;
+        cpumap.failed = Some("no request succeeded".into());
+        let rec = recommend(&r, Proto::Http);
+        assert_eq!(rec.verdict, "deploy RPS/RFS/XPS", "{rec:?}");
+        assert!(
+            rec.reasons.iter().any(|x| x
+                == "XDP cpumap (skb): failed in 1 of 2 repetitions (no request succeeded): not weighed"),
+            "{:?}",
+            rec.reasons
+        );
+        // Untuned failed: nothing to take a ratio to, so no winner, and no loader advice.
+        let untuned = r.runs.iter_mut().find(|x| x.mode == Mode::None).unwrap();
+        untuned.req_per_s = None;
+        untuned.failed = Some("no request succeeded".into());
+        let rec = recommend(&r, Proto::Http);
+        assert_eq!((rec.arm, rec.verdict.as_str()), (None, "no winner claimed"));
+        assert_eq!(
+            rec.reasons,
+            vec!["untuned: failed in 1 of 2 repetitions (no request succeeded), so no ratio to it says which arm serves more"]
         );
     }
 

@@ -254,6 +254,106 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// The row of `arm` in a run.json.
+fn row_of<'a>(run: &'a Value, arm: &str) -> &'a Value {
+    run["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["arm"] == arm)
+        .unwrap_or_else(|| panic!("no {arm} row in {run}"))
+}
+
+#[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
+fn a_load_that_fails_keeps_its_reason_and_the_other_arms_run_on() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-fail-{}", std::process::id()));
+    // The hook sends one load to a port nobody listens on: no request succeeds (rxload's
+    // exit 1), as when a server falls over.
+    let run_with = |failing: &str, flags: &[&str]| {
+        let out_dir = out_dir.join(failing);
+        let out = Command::new(RXSTEER)
+            .env("RXSTEER_INJECT_LOAD_FAILURE", failing)
+            .args([
+                "compare", "--force", "--proto", "http", "--reps", "1", "-c", "4",
+            ])
+            .args(["--no-tui", "--out"])
+            .arg(&out_dir)
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let run: Value =
+            serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+        let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+        (
+            run,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            err,
+            report,
+        )
+    };
+
+    // Closed loop: RPS's load failed; untuned and cpumap were measured all the same.
+    let (run, stdout, err, report) =
+        run_with("rps-http", &["--closed", "-d", "1s", "--warmup", "300ms"]);
+    let rps = row_of(&run, "rps");
+    assert!(rps["req_per_s"].is_null(), "{rps}");
+    let why = rps["failed"].as_str().unwrap_or_else(|| panic!("{rps}"));
+    assert!(why.contains("measured requests failed (100.00 %"), "{why}");
+    assert!(err.contains(&format!("rps-http-rep0: {why}")), "{err}");
+    for arm in ["none", "cpumap", "none-nobpf"] {
+        let r = row_of(&run, arm);
+        assert!(
+            r["failed"].is_null() && r["req_per_s"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+    assert!(
+        report.contains("## Loads that failed")
+            && report.contains(&format!("- RPS/RFS/XPS over HTTP/1.1, repetition 1: {why}")),
+        "{report}"
+    );
+    assert!(
+        report.contains("RPS/RFS/XPS: failed in 1 of 1 repetitions"),
+        "{report}"
+    );
+    assert!(stdout.contains("RPS/RFS/XPS failed;"), "{stdout}");
+
+    // A capacity search whose first load (untuned's) fails at the unloaded step: it ends
+    // there with the reason, sets no bound, and no winner is claimed without untuned.
+    let (run, stdout, _, report) =
+        run_with("none-http", &["--step", "300ms", "--step-warmup", "200ms"]);
+    let none = row_of(&run, "none");
+    let end = &none["search"]["end"];
+    assert_eq!(end["kind"], "nothing-sustained", "{none}");
+    assert!(
+        end["why"]
+            .as_str()
+            .unwrap()
+            .contains("measured requests failed (100.00 %"),
+        "{end}"
+    );
+    assert_eq!(
+        none["search"]["steps"].as_array().unwrap().len(),
+        1,
+        "{none}"
+    );
+    let rps = row_of(&run, "rps");
+    assert!(rps["search"]["knee"].is_u64(), "{rps}");
+    assert!(rps["search"]["bound_us"].as_u64().unwrap() > 0, "{rps}");
+    assert!(
+        stdout.contains("recommendation, HTTP/1.1: no winner claimed"),
+        "{stdout}"
+    );
+    assert!(report.contains("**HTTP/1.1**, p99 bound"), "{report}");
+    assert_eq!(common::host_state(), before, "the host is left as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 #[test]
 #[ignore = "needs root: builds the veth lab and steers it"]
 fn one_mode_one_protocol_and_bad_flags_named() {

@@ -189,6 +189,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         softnet_dropped: f.softnet_dropped,
         steer_fallback: f.steer_fallback,
         search: None,
+        failed: None,
     }
 }
 

@@ -117,11 +117,22 @@ pub struct LoadSpec<'a> {
     pub live: PathBuf,
 }
 
+/// A test hook: a load whose file stem starts with `RXSTEER_INJECT_LOAD_FAILURE`'s value
+/// (`rps-http`) is sent to a port nothing listens on, as if its server had fallen over: every
+/// connection is refused, no request succeeds, and rxload exits 1.
+const INJECT_LOAD_FAILURE: &str = "RXSTEER_INJECT_LOAD_FAILURE";
+
+/// A port no server of the comparison listens on (the discard port).
+const NOBODY_PORT: u16 = 9;
+
 impl LoadSpec<'_> {
     pub fn url(&self) -> String {
+        let injected = std::env::var(INJECT_LOAD_FAILURE)
+            .is_ok_and(|stem| !stem.is_empty() && self.base.starts_with(&stem));
+        let port = |p: u16| if injected { NOBODY_PORT } else { p };
         match self.proto {
-            Proto::Http => format!("http://{}:{HTTP_PORT}", self.target_ip),
-            Proto::Zap => format!("zap://{}:{ZAP_PORT}", self.target_ip),
+            Proto::Http => format!("http://{}:{}", self.target_ip, port(HTTP_PORT)),
+            Proto::Zap => format!("zap://{}:{}", self.target_ip, port(ZAP_PORT)),
         }
     }
 
@@ -300,8 +311,13 @@ impl Loader<'_> {
     }
 
     /// After the load: each rxload's exit checked, its result read (fetched and merged for
-    /// ssh loaders), and the merged result stored as `spec.json`. None for an external load.
-    pub fn collect(&self, spec: &LoadSpec, children: &mut [Child]) -> Result<Option<LoadResult>> {
+    /// ssh loaders), and the merged result stored as `spec.json`. No result for an external
+    /// load. rxload's exit 1 (no request succeeded: the comparison passes `--max-errors 100`)
+    /// is the load's failure, not the run's: its result, written before it exited, is kept
+    /// with the reason. Any other failure (a bad flag, a dead load thread, a lost ssh
+    /// connection) ends the run.
+    pub fn collect(&self, spec: &LoadSpec, children: &mut [Child]) -> Result<Collected> {
+        let mut failed = None;
         for (i, c) in children.iter_mut().enumerate() {
             let status = c.wait()?;
             if !status.success() {
@@ -321,11 +337,15 @@ impl Loader<'_> {
                     }
                     _ => stderr_of(c),
                 };
-                bail!("rxload ({}) failed with {status}: {why}", spec.base);
+                let line = format!("rxload ({}) failed with {status}: {why}", spec.base);
+                if status.code() != Some(1) {
+                    bail!(line);
+                }
+                failed = Some(why.trim().trim_start_matches("rxload: ").to_string());
             }
         }
-        match self {
-            Loader::External => Ok(None),
+        let load = match self {
+            Loader::External => None,
             Loader::Ssh(s) => {
                 let mut all = Vec::new();
                 for (i, d) in s.dests.iter().enumerate() {
@@ -335,11 +355,19 @@ impl Loader<'_> {
                 }
                 let merged = merge(&all)?;
                 std::fs::write(&spec.json, serde_json::to_vec_pretty(&merged)?)?;
-                Ok(Some(merged))
+                Some(merged)
             }
-            _ => read_result(&spec.json).map(Some),
-        }
+            _ => Some(read_result(&spec.json)?),
+        };
+        Ok(Collected { load, failed })
     }
+}
+
+/// What one load window left: rxload's result (none for an external load) and, when no
+/// request succeeded, why.
+pub struct Collected {
+    pub load: Option<LoadResult>,
+    pub failed: Option<String>,
 }
 
 /// `x.json` -> `x-loader<i>.json`: one loader's own file beside the merged one.

@@ -252,6 +252,25 @@ impl Run<'_> {
             search::UNLOADED_RATE
         ));
         let (row, load) = self.window(at, &window(0, search::UNLOADED_RATE))?;
+        if row.failed.is_some() {
+            // Not even the unloaded rate: the arm ends here with its reason, and sets no
+            // bound for the protocol's other arms.
+            let mut found = Search {
+                steps: vec![step_of(
+                    StepKind::Unloaded,
+                    search::UNLOADED_RATE,
+                    &row,
+                    load.as_ref(),
+                    0,
+                )],
+                ..Default::default()
+            };
+            // Nothing sustained: its reason is the unloaded step's.
+            found.finish(false);
+            let mut row = row;
+            row.search = Some(found);
+            return Ok(row);
+        }
         let unloaded = row.p99_us.unwrap_or(0);
         let (bound_us, bound_from) = plans.bound(at.proto, unloaded)?;
         let mut found = Search {
@@ -334,8 +353,17 @@ impl Run<'_> {
                 dir.display()
             );
         }
-        let load = self.loader.collect(&spec, &mut children)?;
-        let row = figures::row(at.rep, *at.arm, at.proto, load.as_ref(), &tagged);
+        let load::Collected { load, failed } = self.loader.collect(&spec, &mut children)?;
+        let mut row = figures::row(at.rep, *at.arm, at.proto, load.as_ref(), &tagged);
+        if let Some(why) = failed {
+            // No request succeeded: no req/s or latency to compare, the reason instead.
+            at.screen.note(format!("{}: {why}", w.base));
+            row.req_per_s = None;
+            row.p50_us = None;
+            row.p99_us = None;
+            row.p999_us = None;
+            row.failed = Some(why);
+        }
         at.all.extend(tagged);
         Ok((row, load))
     }
@@ -445,7 +473,10 @@ fn step_of(
         ..Default::default()
     };
     // The unloaded step sets the bound; it is not judged against it.
-    if kind == StepKind::Unloaded {
+    if let Some(why) = &row.failed {
+        s.sustained = false;
+        s.why_not = Some(why.clone());
+    } else if kind == StepKind::Unloaded {
         s.sustained = s.errors == 0 && s.req_per_s >= SUSTAINED_SHARE * offered;
     } else {
         s.judge(bound_us);

@@ -72,6 +72,16 @@ impl Screen {
         self.shown.live.clear();
     }
 
+    /// Something the watcher should know about the current load (a load that failed): said
+    /// once as a line, or on the label line of the screen until the next load begins.
+    pub fn note(&mut self, line: String) {
+        if self.terminal.is_none() {
+            eprintln!("rxsteer compare: {line}");
+        } else {
+            self.shown.label = format!("{}  ({line})", self.shown.label);
+        }
+    }
+
     pub fn on_sample(&mut self, s: &Sample) {
         if self.shown.history.len() == HISTORY {
             self.shown.history.pop_front();
