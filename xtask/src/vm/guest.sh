@@ -155,6 +155,9 @@ compare_on() {
   say data $name-rc $?
   sed "s/^/RXVM log $name: /" /tmp/$name.out
   say data $name-files "$(ls /tmp/$name 2>/dev/null | grep -c .)"
+  # Loads whose loader served nothing (the report lists them first; the run went on).
+  say data $name-failed "$(awk '/^## Loads that failed/ {t=1; next} /^## / {t=0} t && /^- /' \
+    /tmp/$name/report.md 2>/dev/null | oneline)"
   sed "s/^/RXVM file $name\/report.md /" /tmp/$name/report.md 2>/dev/null
   # run.json on one line: JSON keeps newlines inside strings escaped, so none is lost.
   [ -s /tmp/$name/run.json ] && echo "RXVM file $name/run.json $(tr -d '\n' </tmp/$name/run.json)"

@@ -314,21 +314,30 @@ fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
     let upload = e.d("upload-per-request");
     let left = e.d("compare-left");
     let clean = format!("0 {}", e.d("tune-before"));
+    // A load that served nothing ends that load, not the comparison (rc 0): every arm must
+    // have served here, so such a load fails the check, named.
+    let failed = |name: &str| match e.d(&format!("{name}-failed")) {
+        "" => String::new(),
+        f => format!("; loads that failed: {f}"),
+    };
     vec![
         check(
             "main job on the NIC (compare --iface)",
-            e.d("compare-rc") == "0" && named,
+            e.d("compare-rc") == "0" && named && failed("compare").is_empty(),
             format!(
-                "rc {}; {} files; report: \"{machine}\" \"{iface}\" cpumap XDP mode {xdp} (expected kernel {release}, driver {}, {want_xdp})",
+                "rc {}; {} files; report: \"{machine}\" \"{iface}\" cpumap XDP mode {xdp} (expected kernel {release}, driver {}, {want_xdp}){}",
                 e.d("compare-rc"),
                 e.d("compare-files"),
-                nic.driver()
+                nic.driver(),
+                failed("compare")
             ),
         ),
         check(
             "frames and skbs per request (upload)",
-            e.d("upload-rc") == "0" && upload.matches('|').count() >= 4 * 6,
-            format!("rc {}; {upload}", e.d("upload-rc")),
+            e.d("upload-rc") == "0"
+                && upload.matches('|').count() >= 4 * 6
+                && failed("upload").is_empty(),
+            format!("rc {}; {upload}{}", e.d("upload-rc"), failed("upload")),
         ),
         check(
             "main job leaves the NIC as found",
@@ -366,6 +375,25 @@ mod tests {
             };
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);
         }
+        // The same guest had one upload load served nothing (the comparison went on): the
+        // upload's check fails and names it.
+        let mut failed = console.clone();
+        failed.push(
+            "RXVM data upload-failed - RPS/RFS/XPS over HTTP/1.1, repetition 1: no request succeeded|"
+                .into(),
+        );
+        let upload = judge(&evidence(&failed), Nic::E1000, 1, &[])
+            .into_iter()
+            .find(|c| c.name == "frames and skbs per request (upload)")
+            .unwrap();
+        assert_eq!(upload.verdict, Verdict::Fail, "{}", upload.detail);
+        assert!(
+            upload
+                .detail
+                .ends_with("loads that failed: - RPS/RFS/XPS over HTTP/1.1, repetition 1: no request succeeded|"),
+            "{}",
+            upload.detail
+        );
         // A guest that never spoke fails, naming why.
         let none = judge(&Evidence::default(), Nic::E1000, 1, &["x".into()]);
         assert_eq!(
