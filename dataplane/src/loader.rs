@@ -14,6 +14,7 @@ use rxsteer_common::{
     DriverWatch, RxStats, SoftirqStats, SteerConfig, XdpTraceStats, MAX_STEER_CPUS,
     PORT_CLASS_ENTRIES, PORT_HTTP, PORT_NONE, PORT_ZAP, STEER_HTTP, STEER_OTHER, STEER_ZAP,
 };
+use rxsteer_records::bpf_cost::ProgramRuns;
 use rxsteer_tune::cpus::format_cpu_list;
 
 /// The kernel programs, built by `cargo xtask build-ebpf` and embedded at compile time (empty
@@ -530,6 +531,12 @@ impl Dataplane {
             tc_ingress: PerCpuArray::try_from(take(map::TC_INGRESS_STATS)?)?,
             tc_egress: PerCpuArray::try_from(take(map::TC_EGRESS_STATS)?)?,
             logs: self.logs.take(),
+            // A program the kernel refused (the frags twins on an old kernel) has no id.
+            programs: self
+                .ebpf
+                .programs()
+                .filter_map(|(name, p)| Some((p.info().ok()?.id(), name.to_string())))
+                .collect(),
         })
     }
 }
@@ -543,6 +550,8 @@ pub struct Counters {
     tc_ingress: PerCpuArray<MapData, RxStats>,
     tc_egress: PerCpuArray<MapData, RxStats>,
     logs: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    /// Every loaded program's kernel id and name, for its run-time statistics.
+    programs: Vec<(u32, String)>,
 }
 
 impl Counters {
@@ -578,6 +587,23 @@ impl Counters {
     /// What tc egress counted on each CPU: where packets were transmitted.
     pub fn tc_egress(&self) -> Result<Vec<RxStats>> {
         Ok(self.tc_egress.get(&0, 0)?.iter().copied().collect())
+    }
+
+    /// Each of our programs' run count and run time so far, as the kernel keeps them (they
+    /// grow only while run-time statistics are on: see `sampler::StatsSwitch`).
+    pub fn program_runs(&self) -> Result<Vec<ProgramRuns>> {
+        let mut out = Vec::with_capacity(self.programs.len());
+        for info in aya::programs::loaded_programs() {
+            let info = info.context("listing the kernel's BPF programs")?;
+            if let Some((_, name)) = self.programs.iter().find(|(id, _)| *id == info.id()) {
+                out.push(ProgramRuns {
+                    name: name.clone(),
+                    runs: info.run_count(),
+                    ns: info.run_time().as_nanos() as u64,
+                });
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -6,7 +6,8 @@ use rxsteer_common::{
     RxStats, SoftirqStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX,
     SOFTIRQ_NET_TX,
 };
-use std::{collections::BTreeMap, time::Instant};
+use rxsteer_records::bpf_cost::{BpfRuns, ProgramRuns};
+use std::{collections::BTreeMap, os::fd::OwnedFd, time::Instant};
 
 use crate::{
     cputime::{self, CpuTimes},
@@ -29,6 +30,8 @@ struct Snapshot {
     kthreads: Vec<KthreadTime>,
     stat: BTreeMap<u32, CpuTimes>,
     nic_rx_packets: Option<u64>,
+    /// Our programs' run counts and times (None without BPF).
+    programs: Option<Vec<ProgramRuns>>,
 }
 
 pub struct Sampler {
@@ -39,11 +42,48 @@ pub struct Sampler {
     cpus: Vec<u32>,
     started: Instant,
     prev: Snapshot,
+    /// The kernel's BPF run-time statistics, on while this is held, or why they are not.
+    stats: StatsSwitch,
+}
+
+/// `BPF_ENABLE_STATS` held for as long as the sampler lives: the kernel counts every BPF
+/// program's run time only while some process holds it on (it costs two clock reads per
+/// run), and turns it off again when the last descriptor closes, whatever ends this process.
+/// No sysctl (`kernel.bpf_stats_enabled`) is written, so none can be left behind.
+pub enum StatsSwitch {
+    On(OwnedFd),
+    /// No BPF loaded: nothing to count.
+    NotNeeded,
+    /// The kernel keeps no run-time statistics (before 5.8) or refused: the reason.
+    Unavailable(String),
+}
+
+impl StatsSwitch {
+    fn turn_on() -> Self {
+        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => StatsSwitch::On(fd),
+            Err(e) => StatsSwitch::Unavailable(format!(
+                "the kernel keeps no BPF run-time statistics here (BPF_ENABLE_STATS, 5.8+): {e}"
+            )),
+        }
+    }
+
+    fn unavailable(&self) -> Option<&str> {
+        match self {
+            StatsSwitch::Unavailable(why) => Some(why),
+            _ => None,
+        }
+    }
 }
 
 impl Sampler {
     pub fn new(counters: Option<Counters>, iface: &str) -> Result<Self> {
         let cpus = rxsteer_tune::cpus::online_cpus()?;
+        let stats = if counters.is_some() {
+            StatsSwitch::turn_on()
+        } else {
+            StatsSwitch::NotNeeded
+        };
         let prev = snapshot(counters.as_ref(), iface)?;
         Ok(Self {
             counters,
@@ -51,6 +91,7 @@ impl Sampler {
             cpus,
             started: prev.at,
             prev,
+            stats,
         })
     }
 
@@ -61,7 +102,12 @@ impl Sampler {
             c.flush_logs();
         }
         let now = snapshot(self.counters.as_ref(), &self.iface)?;
-        let sample = delta(&self.prev, &now, &self.cpus, self.started);
+        let mut sample = delta(&self.prev, &now, &self.cpus, self.started);
+        sample.bpf = match (self.stats.unavailable(), &self.prev.programs, &now.programs) {
+            (Some(why), _, Some(_)) => Some(BpfRuns::Unavailable(why.to_string())),
+            (None, Some(p), Some(n)) => Some(BpfRuns::Measured(program_deltas(p, n))),
+            _ => None,
+        };
         self.prev = now;
         Ok(sample)
     }
@@ -85,7 +131,23 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,
         nic_rx_packets: procfs::nic_rx_packets(iface),
+        programs: c.map(Counters::program_runs).transpose()?,
     })
+}
+
+/// Each program's runs and run time in the interval; one that did not run is left out.
+fn program_deltas(prev: &[ProgramRuns], now: &[ProgramRuns]) -> Vec<ProgramRuns> {
+    now.iter()
+        .filter_map(|n| {
+            let p = prev.iter().find(|p| p.name == n.name);
+            let runs = n.runs.saturating_sub(p.map_or(0, |p| p.runs));
+            (runs > 0).then(|| ProgramRuns {
+                name: n.name.clone(),
+                runs,
+                ns: n.ns.saturating_sub(p.map_or(0, |p| p.ns)),
+            })
+        })
+        .collect()
 }
 
 fn at<T: Copy>(v: &[T], cpu: u32, zero: T) -> T {
@@ -246,6 +308,25 @@ mod tests {
     }
 
     #[test]
+    fn a_program_counts_what_it_ran_in_the_interval_and_one_that_did_not_is_left_out() {
+        let r = |name: &str, runs, ns| ProgramRuns {
+            name: name.into(),
+            runs,
+            ns,
+        };
+        let prev = [r("tc_ingress", 10, 1000), r("steer", 5, 500)];
+        let now = [
+            r("tc_ingress", 30, 3000),
+            r("steer", 5, 500),
+            r("rx_driver_poll", 2, 80),
+        ];
+        assert_eq!(
+            program_deltas(&prev, &now),
+            vec![r("tc_ingress", 20, 2000), r("rx_driver_poll", 2, 80)]
+        );
+    }
+
+    #[test]
     fn kthread_time_is_attributed_to_its_cpu() {
         let prev = [
             kt(10, KthreadKind::Cpumap, 1, 100),
@@ -292,6 +373,7 @@ mod tests {
             kthreads: vec![],
             stat: BTreeMap::new(),
             nic_rx_packets: nic,
+            programs: None,
         };
         let prev = snap(
             RxStats::ZERO,

@@ -3,6 +3,7 @@
 //! comparison, merge and the report read them. Derived figures (receive work, the time split
 //! and its verdict, imbalance, the ratio to untuned) are methods and functions here, each
 //! written once and tested. Std and serde only: no BPF, no I/O.
+pub mod bpf_cost;
 pub mod breakdown;
 pub mod live;
 pub mod load;

@@ -288,6 +288,11 @@ pub struct Row {
     /// from it, and the run went on with the other loads. Absent: the load ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// What rxsteer's own BPF programs cost over the measured window, from the kernel's
+    /// statistics (or why unknown). Absent: no BPF program loaded (the no-BPF arm), or a run
+    /// from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf: Option<crate::bpf_cost::BpfCostOf>,
 }
 
 /// What was attached while a load ran, as the kernel listed it then.

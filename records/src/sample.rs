@@ -183,11 +183,22 @@ pub struct Sample {
     /// Redirect failures by errno (e.g. "28" = ENOSPC: cpumap ring full).
     pub redirect_err_by_errno: BTreeMap<String, u64>,
     pub xdp_exceptions: u64,
+    /// What rxsteer's BPF programs ran in the interval, from the kernel's statistics. None
+    /// where no BPF program was loaded (and in lines from before it was read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bpf: Option<crate::bpf_cost::BpfRuns>,
 }
 
 impl Sample {
     pub fn total_packets(&self) -> u64 {
         self.cpus.iter().map(|c| c.packets).sum()
+    }
+
+    /// What rxsteer's programs cost in this interval, per packet the interface received
+    /// (what the programs counted, where the interface could not be read). None: no BPF.
+    pub fn bpf_cost(&self) -> Option<crate::bpf_cost::BpfCostOf> {
+        let packets = self.nic_rx_packets.unwrap_or_else(|| self.total_packets());
+        crate::bpf_cost::BpfCostOf::of(self.bpf.as_ref(), self.interval_s, packets)
     }
 }
 

@@ -343,6 +343,45 @@ mod tests {
     }
 
     #[test]
+    fn each_arm_s_program_cost_is_a_table_and_checked_against_the_no_bpf_arm() {
+        let mut v = run();
+        let cost = |ns_per_packet: f64, share: f64| {
+            serde_json::json!({"measured": {"programs": [
+                {"name": "tc_ingress", "runs_per_s": 20000.0, "ns_per_run": 60.0},
+                {"name": "rx_driver_poll", "runs_per_s": 900.0, "ns_per_run": 150.0}],
+                "ns_per_packet": ns_per_packet, "cpu_share": share}})
+        };
+        let runs = v["runs"].as_array_mut().unwrap();
+        for r in runs.iter_mut() {
+            r["observer"] = "tracepoint".into();
+            r["bpf"] = cost(95.0, 0.012);
+        }
+        for i in [1, 7] {
+            runs[i]["bpf"] = serde_json::json!({"unavailable": "no BPF_ENABLE_STATS"});
+        }
+        let mut nobpf = row(0, "none", "http", 110.0, [300.0, 200.0]);
+        nobpf["arm"] = "none-nobpf".into();
+        nobpf["observer"] = "off".into();
+        runs.push(nobpf);
+        let md = render(&doc(v)).unwrap();
+        assert!(
+            md.contains("| untuned | HTTP/1.1 | 95 | 1.20 % | tc_ingress 60 x 20000, rx_driver_poll 150 x 900 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| RPS/RFS/XPS | HTTP/1.1 | unavailable | unavailable | no BPF_ENABLE_STATS |"
+            ),
+            "{md}"
+        );
+        // untuned served 100/110 = 0.91x of no BPF; the programs' 1.2 % explain 0.988x.
+        assert!(
+            md.contains("The programs ran 1.20 % of one CPU, so untuned should serve about 0.988x of it; the no-BPF arm gained more than that"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn a_192_cpu_run_names_the_busiest_cpus_and_folds_the_rest() {
         let per_cpu = |busy: &[usize], v: f64| -> Vec<f64> {
             (0..192)

@@ -551,6 +551,7 @@ fn observer_section(
         writeln!(o, "- {}: {how}{seen}.", label(a))?;
     }
     writeln!(o)?;
+    crate::observer::program_cost_table(o, run, arms, protos)?;
     for &p in protos {
         for a in arms.iter().filter(|a| is_untuned(a) && **a != NO_BPF_ARM) {
             let v = run.ratios_to(*a, NO_BPF_ARM, p);
@@ -560,12 +561,13 @@ fn observer_section(
             let (lo, hi) = range(&v);
             writeln!(
                 o,
-                "- **Observer cost, {}:** {} served {:.2}x ({lo:.2}-{hi:.2}) the req/s of untuned with no BPF, median of {} repetitions ({:+.1} %).",
+                "- **Observer cost, {}:** {} served {:.2}x ({lo:.2}-{hi:.2}) the req/s of untuned with no BPF, median of {} repetitions ({:+.1} %).{}",
                 p.label(),
                 label(a),
                 median(&v),
                 v.len(),
-                (median(&v) - 1.0) * 100.0
+                (median(&v) - 1.0) * 100.0,
+                crate::observer::agreement(run, *a, p, (lo, hi))
             )?;
         }
     }

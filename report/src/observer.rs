@@ -4,11 +4,107 @@
 //! request, read from /proc/stat for every arm alike.
 use anyhow::{bail, Result};
 use rxsteer_records::{
+    bpf_cost::{BpfCost, BpfCostOf},
     run::{median, range, ArmName, NO_BPF_ARM},
     Observer, Proto, Row, RunDoc, Scenario,
 };
 use serde::Serialize;
 use std::{fmt::Write as _, path::Path};
+
+/// The measured (not unavailable) program costs of an arm's loads of `p`.
+fn measured_costs(run: &RunDoc, arm: ArmName, p: Proto) -> Vec<&BpfCost> {
+    run.of(arm, p)
+        .into_iter()
+        .filter_map(|r| match r.bpf.as_ref()? {
+            BpfCostOf::Measured(c) => Some(c),
+            BpfCostOf::Unavailable(_) => None,
+        })
+        .collect()
+}
+
+/// Each arm's programs over its measured windows, from the kernel's own statistics: ns per
+/// packet the interface received and share of one CPU (median over repetitions), and the
+/// costliest programs. Nothing for a run that predates these figures.
+pub fn program_cost_table(
+    o: &mut String,
+    run: &RunDoc,
+    arms: &[ArmName],
+    protos: &[Proto],
+) -> Result<()> {
+    if run.runs.iter().all(|r| r.bpf.is_none()) {
+        return Ok(());
+    }
+    writeln!(o, "What rxsteer's BPF programs cost in each measured window, from the kernel's own statistics (BPF_ENABLE_STATS, held only while the run sampled), median over repetitions:\n")?;
+    writeln!(o, "| arm | protocol | ns per packet | % of one CPU | costliest programs: ns per run x runs per s (first repetition) |")?;
+    writeln!(o, "|---|---|---|---|---|")?;
+    for &p in protos {
+        for &a in arms {
+            let rows = run.of(a, p);
+            let Some(first) = rows.iter().find_map(|r| r.bpf.as_ref()) else {
+                continue;
+            };
+            let costs = measured_costs(run, a, p);
+            let (per_packet, cpu, programs) = match (first, costs.first()) {
+                (_, Some(c)) => {
+                    let pp: Vec<f64> = costs.iter().filter_map(|c| c.ns_per_packet).collect();
+                    let share: Vec<f64> = costs.iter().map(|c| c.cpu_share * 100.0).collect();
+                    (
+                        if pp.is_empty() {
+                            "-".to_string()
+                        } else {
+                            format!("{:.0}", median(&pp))
+                        },
+                        format!("{:.2} %", median(&share)),
+                        c.programs
+                            .iter()
+                            .take(3)
+                            .map(|x| {
+                                format!("{} {:.0} x {:.0}", x.name, x.ns_per_run, x.runs_per_s)
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                }
+                (BpfCostOf::Unavailable(why), None) => {
+                    ("unavailable".into(), "unavailable".into(), why.clone())
+                }
+                (BpfCostOf::Measured(_), None) => unreachable!("a measured cost is in costs"),
+            };
+            writeln!(
+                o,
+                "| {} | {} | {per_packet} | {cpu} | {programs} |",
+                a.label(),
+                p.label()
+            )?;
+        }
+    }
+    writeln!(o)?;
+    Ok(())
+}
+
+/// Whether the programs' own run time accounts for the no-BPF arm's throughput gap: at
+/// most, observing takes the share of one CPU the programs ran, so the observed arm should
+/// serve about (1 - that share) of the no-BPF req/s, on a load limited by one CPU. Said
+/// against the ratio's range over repetitions `(lo, hi)`; empty without the figures.
+pub fn agreement(run: &RunDoc, arm: ArmName, p: Proto, (lo, hi): (f64, f64)) -> String {
+    let costs = measured_costs(run, arm, p);
+    if costs.is_empty() {
+        return String::new();
+    }
+    let share = median(&costs.iter().map(|c| c.cpu_share).collect::<Vec<_>>());
+    let expected = 1.0 - share;
+    let verdict = if expected < lo {
+        "the no-BPF arm gained less than that: the programs ran on CPU time the load did not need"
+    } else if expected > hi {
+        "the no-BPF arm gained more than that: part of observing costs what the kernel's run time does not count (the hooks' dispatch, the statistics' own clock reads, caches)"
+    } else {
+        "within the repetitions' range: they agree"
+    };
+    format!(
+        " The programs ran {:.2} % of one CPU, so untuned should serve about {expected:.3}x of it; {verdict}.",
+        share * 100.0
+    )
+}
 
 /// The default observer may cost at most this share of the no-BPF req/s (median).
 pub const TARGET: f64 = 0.03;

@@ -362,6 +362,9 @@ fn text_line(s: &Sample) -> String {
             s.cpus.len() - shown.len()
         ));
     }
+    if let Some(cost) = s.bpf_cost() {
+        cpus.push(cost.line());
+    }
     format!("t {:>6.1}s  {}", s.t_s, cpus.join("  |  "))
 }
 

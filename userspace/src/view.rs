@@ -278,8 +278,13 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str
         ]),
         title,
     );
+    // What watching costs, from the kernel's own statistics, beside what it means.
+    let cost = history
+        .back()
+        .and_then(Sample::bpf_cost)
+        .map_or(String::new(), |c| format!("{}  ·  ", c.line()));
     f.render_widget(
-        Line::from(format!(" {}", observer_lines(how).1)).dim(),
+        Line::from(format!(" {cost}{}", observer_lines(how).1)).dim(),
         meaning,
     );
     match table_width(body.width) {

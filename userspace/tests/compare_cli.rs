@@ -312,6 +312,30 @@ fn a_load_that_fails_keeps_its_reason_and_the_other_arms_run_on() {
             "{r}"
         );
     }
+    // Each observed arm's programs, from the kernel's statistics; the no-BPF arm has none.
+    for arm in ["none", "cpumap"] {
+        let bpf = &row_of(&run, arm)["bpf"]["measured"];
+        assert!(bpf["cpu_share"].as_f64().unwrap() > 0.0, "{arm}: {bpf}");
+        assert!(bpf["ns_per_packet"].as_f64().unwrap() > 0.0, "{arm}: {bpf}");
+        let names: Vec<&str> = bpf["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"tc_ingress"), "{arm}: {names:?}");
+        let steered = names.iter().any(|n| n.starts_with("steer"));
+        assert_eq!(steered, arm == "cpumap", "{arm}: {names:?}");
+    }
+    assert!(row_of(&run, "none-nobpf").get("bpf").is_none());
+    assert!(
+        report.contains("What rxsteer's BPF programs cost in each measured window"),
+        "{report}"
+    );
+    assert!(
+        err.contains("observer: "),
+        "the live lines say what watching costs: {err}"
+    );
     assert!(
         report.contains("## Loads that failed")
             && report.contains(&format!("- RPS/RFS/XPS over HTTP/1.1, repetition 1: {why}")),

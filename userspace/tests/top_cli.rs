@@ -100,7 +100,44 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
         net_rx_ns[s] > 0,
         "NET_RX time on the sender's CPU: {net_rx_ns:?}"
     );
+    // What observing cost, from the kernel's own statistics: the receive tracepoint and the
+    // tc ingress witness ran once per datagram at least, each run took some time.
+    let mut runs: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for l in &lines {
+        for p in l["bpf"]["measured"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{l}"))
+        {
+            let e = runs
+                .entry(p["name"].as_str().unwrap().to_string())
+                .or_default();
+            e.0 += p["runs"].as_u64().unwrap();
+            e.1 += p["ns"].as_u64().unwrap();
+        }
+    }
+    let (n, ns) = runs.get("tc_ingress").copied().unwrap_or_default();
+    assert!(
+        n >= 2000 && ns > 0,
+        "tc_ingress: {n} runs, {ns} ns of {runs:?}"
+    );
+    assert!(
+        ["rx_driver_poll", "rx_driver_netif_rx"]
+            .iter()
+            .any(|p| runs.get(*p).is_some_and(|&(n, ns)| n > 0 && ns > 0)),
+        "a receive tracepoint ran: {runs:?}"
+    );
+    assert!(
+        !runs.contains_key("steer") && !runs.contains_key("rx_account"),
+        "no XDP program ran: {runs:?}"
+    );
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
+    // The kernel's statistics are off again once top is gone (it held them by descriptor).
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .unwrap()
+            .trim(),
+        "0"
+    );
 }
 
 #[test]
@@ -411,7 +448,7 @@ fn without_a_terminal_it_prints_lines_instead_of_panicking() {
     assert!(
         lines
             .iter()
-            .all(|l| l.starts_with("t ") && l.contains("cpu0 rx")),
+            .all(|l| l.starts_with("t ") && l.contains("cpu0 rx") && l.contains("observer: ")),
         "{stdout}"
     );
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);

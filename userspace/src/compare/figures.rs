@@ -3,6 +3,7 @@
 //! run.json comes through here.
 use anyhow::Result;
 use rxsteer_records::{
+    bpf_cost::BpfCostOf,
     breakdown::{self, Claims, TimeSplit},
     run::{imbalance, Build, Environment, Nic, Row},
     LoadResult, Phase, TcAttached,
@@ -145,6 +146,20 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
             .collect::<Vec<_>>(),
         &shape,
     );
+    // What our programs cost in the measured window, per packet the interface received.
+    let measured = || tagged.iter().filter(|t| t.phase == Phase::Measure);
+    // The same packets as each sample's own cost line counts (Sample::bpf_cost).
+    let packets: u64 = measured()
+        .map(|t| {
+            let s = &t.line.sample;
+            s.nic_rx_packets.unwrap_or_else(|| s.total_packets())
+        })
+        .sum();
+    let bpf = BpfCostOf::of(
+        measured().filter_map(|t| t.line.sample.bpf.as_ref()),
+        f.seconds,
+        packets,
+    );
     // The witnesses' counts are kept however tc was attached (TCX, or our clsact qdisc).
     let tc_ran = matches!(tc, Some(TcAttached::Tcx | TcAttached::Clsact));
     let q = load.map(|l| l.latency_us.quantiles);
@@ -190,6 +205,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         steer_fallback: f.steer_fallback,
         search: None,
         failed: None,
+        bpf,
     }
 }
 

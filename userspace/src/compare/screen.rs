@@ -108,8 +108,14 @@ impl Screen {
                 out.push(format!("+{} quieter", ms.len() - 16));
                 out
             });
+            let cost = self
+                .shown
+                .history
+                .back()
+                .and_then(Sample::bpf_cost)
+                .map_or(String::new(), |c| format!("  {}", c.line()));
             eprintln!(
-                "{:<24} {:>5.1}s {:<7} {:>9.0} req/s  p99 {:>6} us  errors {}  receive ms/s per CPU [{}]",
+                "{:<24} {:>5.1}s {:<7} {:>9.0} req/s  p99 {:>6} us  errors {}  receive ms/s per CPU [{}]{cost}",
                 self.shown.label,
                 l.t_s,
                 l.phase,
@@ -200,9 +206,15 @@ fn draw(f: &mut Frame, shown: &Shown) {
     if let Some(m) = meaning {
         f.render_widget(Line::from(format!(" XDP {m}")).dim(), mode);
     }
+    // What watching this arm costs, from the kernel's own statistics.
+    let cost = history
+        .back()
+        .and_then(Sample::bpf_cost)
+        .map_or(String::new(), |c| format!("   {}", c.line()));
     f.render_widget(
         Line::from(vec![
             Span::from(format!(" rxsteer compare  {label}")).bold(),
+            Span::from(cost).dim(),
             Span::from("   q: stop and restore").dim(),
         ]),
         title,
