@@ -166,6 +166,12 @@ pub const SOAK: Bench = Bench {
     env: &[("RXSTEER_SOAK_SECS", "60")],
 };
 
+/// One comparison of an observer bench: its folder under the run's and its own flags.
+struct ObserverLoad {
+    name: String,
+    args: Vec<String>,
+}
+
 /// `cargo xtask bench observer`: what observing costs. Two comparisons in the lab, `/health`
 /// and a 64 KiB upload over HTTP, each of untuned observed every way (the receive
 /// tracepoints, the XDP program in driver and in skb mode) beside untuned with no BPF, 7
@@ -173,34 +179,86 @@ pub const SOAK: Bench = Bench {
 /// (output.txt, raw.json) and the one line results/observer-cost.txt that `--observer xdp`
 /// and the reports of older runs quote.
 pub fn observer(paths: &Paths) -> Result<()> {
-    let dir = run_dir(paths, "observer-cost")?;
+    let loads = ["health", "upload"].map(|scenario| ObserverLoad {
+        name: scenario.to_string(),
+        args: [
+            "--observer",
+            "all",
+            "--xdp-mode",
+            "both",
+            "--proto",
+            "http",
+            "--scenario",
+            scenario,
+        ]
+        .map(String::from)
+        .to_vec(),
+    });
+    let (dir, bench) = observer_loads(paths, "observer-cost", &loads)?;
+    let rel = dir
+        .strip_prefix(&paths.root)
+        .unwrap_or(&dir)
+        .display()
+        .to_string();
+    std::fs::write(
+        paths.root.join("results/observer-cost.txt"),
+        format!("{}\n", rxsteer_report::observer::cost_line(&bench, &rel)),
+    )?;
+    eprintln!("xtask bench: results/observer-cost.txt updated");
+    Ok(())
+}
+
+/// `cargo xtask bench observer-matrix`: the default observer (the receive tracepoints and
+/// the tc witnesses) against untuned with no BPF on every load a user runs: HTTP and ZAP,
+/// `/health`, `/rpc` and the 64 KiB upload, on the epoll and the io_uring server; 7
+/// repetitions each, arms rotated, with each program's cost from the kernel's statistics.
+/// The targets: at most 1 % on the request loads and 3 % on the upload.
+pub fn observer_matrix(paths: &Paths) -> Result<()> {
+    let mut loads = Vec::new();
+    for io in ["epoll", "uring"] {
+        for scenario in ["health", "rpc", "upload"] {
+            loads.push(ObserverLoad {
+                name: format!("{scenario}-{io}"),
+                args: [
+                    "--observer",
+                    "tracepoint",
+                    "--proto",
+                    "both",
+                    "--scenario",
+                    scenario,
+                    "--server-io",
+                    io,
+                ]
+                .map(String::from)
+                .to_vec(),
+            });
+        }
+    }
+    observer_loads(paths, "observer-matrix", &loads).map(|_| ())
+}
+
+/// Runs each comparison (untuned only, closed loop, 7 repetitions of 4 s), then stores the
+/// summary: output.txt and raw.json in one results/ folder named `name`. A comparison that
+/// fails is marked in output.txt and kept.
+fn observer_loads(
+    paths: &Paths,
+    name: &str,
+    loads: &[ObserverLoad],
+) -> Result<(std::path::PathBuf, rxsteer_report::observer::ObserverBench)> {
+    let dir = run_dir(paths, name)?;
     let rxsteer = paths.root.join("target/release/rxsteer");
     let mut runs = Vec::new();
-    for scenario in ["health", "upload"] {
-        let out = dir.join(scenario);
+    for load in loads {
+        let out = dir.join(&load.name);
         let status = std::process::Command::new(&rxsteer)
             .args([
                 "compare",
                 // The observer's cost as the stored bench has always measured it: closed-loop
                 // req/s of each arm over untuned with no BPF.
-                "--closed",
-                "--steer",
-                "none",
-                "--observer",
-                "all",
-                "--xdp-mode",
-                "both",
+                "--closed", "--steer", "none",
             ])
-            .args([
-                "--proto",
-                "http",
-                "--scenario",
-                scenario,
-                "--reps",
-                "7",
-                "-d",
-                "4s",
-            ])
+            .args(&load.args)
+            .args(["--reps", "7", "-d", "4s"])
             .args(["--quiet-wait", "300s", "--no-tui", "--out"])
             .arg(&out)
             .current_dir(&paths.root)
@@ -209,10 +267,14 @@ pub fn observer(paths: &Paths) -> Result<()> {
         if !status.success() {
             std::fs::write(
                 dir.join("output.txt"),
-                format!("# FAILED: rxsteer compare --scenario {scenario} exited with {status}\n"),
+                format!(
+                    "# FAILED: rxsteer compare {} exited with {status}\n",
+                    load.args.join(" ")
+                ),
             )?;
             anyhow::bail!(
-                "the {scenario} comparison failed (kept, marked, in {})",
+                "the {} comparison failed (kept, marked, in {})",
+                load.name,
                 dir.display()
             );
         }
@@ -231,18 +293,6 @@ pub fn observer(paths: &Paths) -> Result<()> {
         ),
     )?;
     std::fs::write(dir.join("raw.json"), serde_json::to_string_pretty(&bench)?)?;
-    let rel = dir
-        .strip_prefix(&paths.root)
-        .unwrap_or(&dir)
-        .display()
-        .to_string();
-    std::fs::write(
-        paths.root.join("results/observer-cost.txt"),
-        format!("{}\n", rxsteer_report::observer::cost_line(&bench, &rel)),
-    )?;
-    eprintln!(
-        "xtask bench: stored in {}; results/observer-cost.txt updated",
-        dir.display()
-    );
-    Ok(())
+    eprintln!("xtask bench: stored in {}", dir.display());
+    Ok((dir, bench))
 }

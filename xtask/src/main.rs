@@ -82,6 +82,10 @@ enum Which {
     /// in drv and skb mode, against untuned with no BPF, on /health and a 64 KiB upload
     /// (7 repetitions each, in the lab; root).
     Observer,
+    /// What the default observer costs on every load a user runs: HTTP and ZAP, /health,
+    /// /rpc and a 64 KiB upload, epoll and io_uring server, against untuned with no BPF, with
+    /// each program's cost from the kernel's statistics (7 repetitions each, in the lab; root).
+    ObserverMatrix,
     /// 60 s at full load on both transports: errors, RSS growth, descriptors.
     Soak,
     All,
@@ -217,6 +221,10 @@ fn bench(paths: &Paths, which: Which) -> Result<()> {
     if wants(Which::Observer) {
         build_rxsteer(paths)?;
         bench::observer(paths)?;
+    }
+    if wants(Which::ObserverMatrix) {
+        build_rxsteer(paths)?;
+        bench::observer_matrix(paths)?;
     }
     if wants(Which::Nginx) {
         ensure::packages_for(
