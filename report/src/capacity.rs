@@ -399,24 +399,22 @@ mod tests {
         o
     }
 
-    #[test]
-    fn a_knee_found_in_every_repetition_answers_with_capacity_ratio_and_winner() {
+    /// Three repetitions: untuned's knee at 10k (its failed step's loader at `untuned_loader`
+    /// of its CPU), RPS's at 20k.
+    fn untuned_and_rps(untuned_loader: f64) -> String {
         let mut runs = Vec::new();
         for rep in 0..3 {
-            runs.push(searched_row(
-                rep,
-                "none",
-                &[(10e3, 10e3, 300), (20e3, 15e3, 4000)],
-                0.3,
-            ));
-            runs.push(searched_row(
-                rep,
-                "rps",
-                &[(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)],
-                0.3,
-            ));
+            let untuned = [(10e3, 10e3, 300), (20e3, 15e3, 4000)];
+            runs.push(searched_row(rep, "none", &untuned, untuned_loader));
+            let rps = [(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)];
+            runs.push(searched_row(rep, "rps", &rps, 0.3));
         }
-        let o = answer(&doc(runs));
+        answer(&doc(runs))
+    }
+
+    #[test]
+    fn a_knee_found_in_every_repetition_answers_with_capacity_ratio_and_winner() {
+        let o = untuned_and_rps(0.3);
         assert!(
             o.contains("| RPS/RFS/XPS | 20k (20k-20k) | 2.00x (2.00x-2.00x) |"),
             "{o}"
@@ -429,23 +427,8 @@ mod tests {
 
     #[test]
     fn a_knee_the_loader_caused_is_named_and_never_a_winner() {
-        let mut runs = Vec::new();
-        for rep in 0..3 {
-            // Untuned's failed step saturated the loader: its capacity is only a floor.
-            runs.push(searched_row(
-                rep,
-                "none",
-                &[(10e3, 10e3, 300), (20e3, 15e3, 4000)],
-                0.97,
-            ));
-            runs.push(searched_row(
-                rep,
-                "rps",
-                &[(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)],
-                0.3,
-            ));
-        }
-        let o = answer(&doc(runs));
+        // Untuned's failed step saturated the loader: its capacity is only a floor.
+        let o = untuned_and_rps(0.97);
         assert!(
             o.contains("loader-bound in 3 of 3: the server's capacity is above this"),
             "{o}"

@@ -23,6 +23,20 @@ fn measured_costs(run: &RunDoc, arm: ArmName, p: Proto) -> Vec<&BpfCost> {
         .collect()
 }
 
+/// The median of one figure of an arm's measured program costs (None: none measured).
+fn median_cost(
+    run: &RunDoc,
+    arm: ArmName,
+    p: Proto,
+    f: fn(&BpfCost) -> Option<f64>,
+) -> Option<f64> {
+    let v: Vec<f64> = measured_costs(run, arm, p)
+        .into_iter()
+        .filter_map(f)
+        .collect();
+    (!v.is_empty()).then(|| median(&v))
+}
+
 /// Each arm's programs over its measured windows, from the kernel's own statistics: ns per
 /// packet the interface received and share of one CPU (median over repetitions), and the
 /// costliest programs. Nothing for a run that predates these figures.
@@ -47,15 +61,11 @@ pub fn program_cost_table(
             let costs = measured_costs(run, a, p);
             let (per_packet, cpu, programs) = match (first, costs.first()) {
                 (_, Some(c)) => {
-                    let pp: Vec<f64> = costs.iter().filter_map(|c| c.ns_per_packet).collect();
-                    let share: Vec<f64> = costs.iter().map(|c| c.cpu_share * 100.0).collect();
+                    let share = median_cost(run, a, p, |c| Some(c.cpu_share)).unwrap_or(0.0);
                     (
-                        if pp.is_empty() {
-                            "-".to_string()
-                        } else {
-                            format!("{:.0}", median(&pp))
-                        },
-                        format!("{:.2} %", median(&share)),
+                        median_cost(run, a, p, |c| c.ns_per_packet)
+                            .map_or("-".to_string(), |n| format!("{n:.0}")),
+                        format!("{:.2} %", share * 100.0),
                         c.programs
                             .iter()
                             .take(3)
@@ -88,11 +98,9 @@ pub fn program_cost_table(
 /// serve about (1 - that share) of the no-BPF req/s, on a load limited by one CPU. Said
 /// against the ratio's range over repetitions `(lo, hi)`; empty without the figures.
 pub fn agreement(run: &RunDoc, arm: ArmName, p: Proto, (lo, hi): (f64, f64)) -> String {
-    let costs = measured_costs(run, arm, p);
-    if costs.is_empty() {
+    let Some(share) = median_cost(run, arm, p, |c| Some(c.cpu_share)) else {
         return String::new();
-    }
-    let share = median(&costs.iter().map(|c| c.cpu_share).collect::<Vec<_>>());
+    };
     let expected = 1.0 - share;
     let verdict = if expected < lo {
         "the no-BPF arm gained less than that: the programs ran on CPU time the load did not need"
@@ -215,20 +223,8 @@ pub fn load_cost(doc: &RunDoc, run: &str, proto: Proto) -> Result<LoadCost> {
             ratios,
             busy_us_per_request: median_of(&mine, busy_us).unwrap_or(0.0),
             receive_us_per_request: median_of(&mine, receive_us),
-            bpf_ns_per_packet: {
-                let v: Vec<f64> = measured_costs(doc, *a, proto)
-                    .iter()
-                    .filter_map(|c| c.ns_per_packet)
-                    .collect();
-                (!v.is_empty()).then(|| median(&v))
-            },
-            bpf_cpu_share: {
-                let v: Vec<f64> = measured_costs(doc, *a, proto)
-                    .iter()
-                    .map(|c| c.cpu_share)
-                    .collect();
-                (!v.is_empty()).then(|| median(&v))
-            },
+            bpf_ns_per_packet: median_cost(doc, *a, proto, |c| c.ns_per_packet),
+            bpf_cpu_share: median_cost(doc, *a, proto, |c| Some(c.cpu_share)),
             noisy: rps.len() > 1 && hi > NOISY * lo,
         });
     }
