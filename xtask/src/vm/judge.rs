@@ -182,7 +182,37 @@ fn observing(e: &Evidence) -> Vec<Check> {
             ),
         ),
         check("tc witnesses attached", tc != "none", format!("tc: {tc}")),
+        program_costs(top),
     ]
+}
+
+/// The kernel kept run-time statistics for top's programs (BPF_ENABLE_STATS, held by top):
+/// tc ingress and a receive tracepoint ran and took time in the window. Under TCG the times
+/// are no performance figure; the check is that the kernel gives them.
+fn program_costs(top: &[Value]) -> Check {
+    let mut runs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut unavailable = None;
+    for s in top {
+        if let Some(why) = s["bpf"]["unavailable"].as_str() {
+            unavailable = Some(why.to_string());
+        }
+        for p in s["bpf"]["measured"].as_array().into_iter().flatten() {
+            let e = runs
+                .entry(p["name"].as_str().unwrap_or("?").to_string())
+                .or_default();
+            e.0 += p["runs"].as_u64().unwrap_or(0);
+            e.1 += p["ns"].as_u64().unwrap_or(0);
+        }
+    }
+    let ran = |name: &str| runs.get(name).is_some_and(|&(n, ns)| n > 0 && ns > 0);
+    check(
+        "BPF run-time statistics (top)",
+        ran("tc_ingress") && (ran("rx_driver_poll") || ran("rx_driver_netif_rx")),
+        match unavailable {
+            Some(why) => format!("unavailable: {why}"),
+            None => format!("runs and ns per program over top's window: {runs:?}"),
+        },
+    )
 }
 
 /// The NIC's RX interrupt pinned (by the guest script) to the target CPU for top's window:
@@ -366,12 +396,13 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 21, "{names:?}");
+        assert_eq!(names.len(), 22, "{names:?}");
         for c in &checks {
-            let want = if c.name == "xdp-mode drv" {
-                Verdict::Refused
-            } else {
-                Verdict::Pass
+            let want = match c.name.as_str() {
+                "xdp-mode drv" => Verdict::Refused,
+                // That console predates the kernel's statistics in top's lines.
+                "BPF run-time statistics (top)" => Verdict::Fail,
+                _ => Verdict::Pass,
             };
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);
         }
