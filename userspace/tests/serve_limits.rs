@@ -237,9 +237,16 @@ fn established_keep_their_latency_under_a_flood(io: &str) {
     );
     // As in the barrage test: 2x holds for optimised code; an unoptimised build serves about
     // a third of the requests, so the flood takes a larger share of its CPU and 4x guards
-    // against collapse there (a worker stalled by the flood shows p99 in seconds).
-    let bound = if cfg!(debug_assertions) { 4 } else { 2 };
-    assert!(l <= bound * q.max(100), "p99 beyond {bound}x: {figures}");
+    // against collapse there (a worker stalled by the flood shows p99 in seconds). Its quiet
+    // p99 is taken at no less than 500 us: a fresh-clone CI run on 2 shared vCPUs saw a
+    // quiet 319 us and 1702 us under the flood (5.3x, 1.7 ms: no collapse), so the bound
+    // there is 2 ms, still three orders of magnitude under a stalled worker.
+    let (bound, floor) = if cfg!(debug_assertions) {
+        (4, 500)
+    } else {
+        (2, 100)
+    };
+    assert!(l <= bound * q.max(floor), "p99 beyond {bound}x: {figures}");
 }
 
 #[test]
