@@ -317,6 +317,15 @@ pub const NO_BPF_ARM: ArmName = ArmName {
 };
 
 impl Row {
+    /// Marks the load failed: its req/s and latency are not figures, the reason stands.
+    pub fn fail(&mut self, why: String) {
+        self.req_per_s = None;
+        self.p50_us = None;
+        self.p99_us = None;
+        self.p999_us = None;
+        self.failed = Some(why);
+    }
+
     /// The row's arm (runs before arms existed have only the mode).
     pub fn arm(&self) -> ArmName {
         self.arm.unwrap_or(ArmName::of(self.mode))

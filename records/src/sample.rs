@@ -194,11 +194,15 @@ impl Sample {
         self.cpus.iter().map(|c| c.packets).sum()
     }
 
-    /// What rxsteer's programs cost in this interval, per packet the interface received
-    /// (what the programs counted, where the interface could not be read). None: no BPF.
+    /// Packets the interface received in the interval: its own count, or what the programs
+    /// counted where the interface could not be read.
+    pub fn received_packets(&self) -> u64 {
+        self.nic_rx_packets.unwrap_or_else(|| self.total_packets())
+    }
+
+    /// What rxsteer's programs cost in this interval, per packet received. None: no BPF.
     pub fn bpf_cost(&self) -> Option<crate::bpf_cost::BpfCostOf> {
-        let packets = self.nic_rx_packets.unwrap_or_else(|| self.total_packets());
-        crate::bpf_cost::BpfCostOf::of(self.bpf.as_ref(), self.interval_s, packets)
+        crate::bpf_cost::BpfCostOf::of(self.bpf.as_ref(), self.interval_s, self.received_packets())
     }
 }
 

@@ -54,13 +54,8 @@ pub fn program_cost_table(
     writeln!(o, "|---|---|---|---|---|")?;
     for &p in protos {
         for &a in arms {
-            let rows = run.of(a, p);
-            let Some(first) = rows.iter().find_map(|r| r.bpf.as_ref()) else {
-                continue;
-            };
-            let costs = measured_costs(run, a, p);
-            let (per_packet, cpu, programs) = match (first, costs.first()) {
-                (_, Some(c)) => {
+            let (per_packet, cpu, programs) = match measured_costs(run, a, p).first() {
+                Some(c) => {
                     let share = median_cost(run, a, p, |c| Some(c.cpu_share)).unwrap_or(0.0);
                     (
                         median_cost(run, a, p, |c| c.ns_per_packet)
@@ -76,10 +71,13 @@ pub fn program_cost_table(
                             .join(", "),
                     )
                 }
-                (BpfCostOf::Unavailable(why), None) => {
-                    ("unavailable".into(), "unavailable".into(), why.clone())
-                }
-                (BpfCostOf::Measured(_), None) => unreachable!("a measured cost is in costs"),
+                // None measured: unavailable, with the kernel's reason, or no BPF at all.
+                None => match run.of(a, p).iter().find_map(|r| r.bpf.as_ref()) {
+                    Some(BpfCostOf::Unavailable(why)) => {
+                        ("unavailable".into(), "unavailable".into(), why.clone())
+                    }
+                    _ => continue,
+                },
             };
             writeln!(
                 o,

@@ -148,13 +148,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
     );
     // What our programs cost in the measured window, per packet the interface received.
     let measured = || tagged.iter().filter(|t| t.phase == Phase::Measure);
-    // The same packets as each sample's own cost line counts (Sample::bpf_cost).
-    let packets: u64 = measured()
-        .map(|t| {
-            let s = &t.line.sample;
-            s.nic_rx_packets.unwrap_or_else(|| s.total_packets())
-        })
-        .sum();
+    let packets: u64 = measured().map(|t| t.line.sample.received_packets()).sum();
     let bpf = BpfCostOf::of(
         measured().filter_map(|t| t.line.sample.bpf.as_ref()),
         f.seconds,

@@ -337,9 +337,8 @@ impl Loader<'_> {
                     }
                     _ => stderr_of(c),
                 };
-                let line = format!("rxload ({}) failed with {status}: {why}", spec.base);
                 if status.code() != Some(1) {
-                    bail!(line);
+                    bail!("rxload ({}) failed with {status}: {why}", spec.base);
                 }
                 failed = Some(why.trim().trim_start_matches("rxload: ").to_string());
             }

@@ -356,13 +356,8 @@ impl Run<'_> {
         let load::Collected { load, failed } = self.loader.collect(&spec, &mut children)?;
         let mut row = figures::row(at.rep, *at.arm, at.proto, load.as_ref(), &tagged);
         if let Some(why) = failed {
-            // No request succeeded: no req/s or latency to compare, the reason instead.
             at.screen.note(format!("{}: {why}", w.base));
-            row.req_per_s = None;
-            row.p50_us = None;
-            row.p99_us = None;
-            row.p999_us = None;
-            row.failed = Some(why);
+            row.fail(why);
         }
         at.all.extend(tagged);
         Ok((row, load))
