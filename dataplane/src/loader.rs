@@ -217,7 +217,7 @@ pub fn check_tc(choice: TcChoice) -> Result<()> {
 }
 
 pub use rxsteer_records::{
-    FragsChoice, ObserverChoice, TcAttached, TcChoice, XdpMode, XdpModeChoice,
+    FragsChoice, ObserveLevel, ObserverChoice, TcAttached, TcChoice, XdpMode, XdpModeChoice,
 };
 
 pub struct Dataplane {
@@ -324,23 +324,44 @@ impl Dataplane {
         }
     }
 
-    /// Attaches tc_ingress and tc_egress to `iface` as `choice` says. TCX links detach when
-    /// the Dataplane drops, or when a killed rxsteer's descriptors close; a clsact qdisc is
-    /// deleted by its guard, or after a crash by the next start (see `clsact`). Under auto a
-    /// failure is a reason, not an error, because tc only witnesses.
-    pub fn attach_tc(&mut self, iface: &str, choice: TcChoice) -> Result<TcAttached> {
+    /// Attaches the tc witnesses `level` watches with (tc_ingress; tc_egress too at full) to
+    /// `iface` as `choice` says. TCX links detach when the Dataplane drops, or when a killed
+    /// rxsteer's descriptors close; a clsact qdisc is deleted by its guard, or after a crash
+    /// by the next start (see `clsact`). Under auto a failure is a reason, not an error,
+    /// because tc only witnesses.
+    pub fn attach_tc(
+        &mut self,
+        iface: &str,
+        choice: TcChoice,
+        level: ObserveLevel,
+    ) -> Result<TcAttached> {
+        if !level.counts_stack() {
+            return Ok(TcAttached::Unavailable(format!(
+                "no tc witnesses at --observe {level}"
+            )));
+        }
+        let hooks: &[_] = if level.counts_tx() {
+            &[
+                (TC_INGRESS, TcAttachType::Ingress),
+                (TC_EGRESS, TcAttachType::Egress),
+            ]
+        } else {
+            &[(TC_INGRESS, TcAttachType::Ingress)]
+        };
         let tcx = |dp: &mut Self| {
-            dp.attach_tc_as(iface, || TcAttachOptions::TcxOrder(LinkOrder::default()))
+            dp.attach_tc_as(iface, hooks, || {
+                TcAttachOptions::TcxOrder(LinkOrder::default())
+            })
         };
         match choice {
             TcChoice::Off => Ok(TcAttached::Unavailable(
                 "tc accounting off, as asked".into(),
             )),
             TcChoice::Tcx => tcx(self).map(|_| TcAttached::Tcx),
-            TcChoice::Clsact => self.attach_clsact(iface).map(|_| TcAttached::Clsact),
+            TcChoice::Clsact => self.attach_clsact(iface, hooks).map(|_| TcAttached::Clsact),
             TcChoice::Auto => match tcx(self) {
                 Ok(()) => Ok(TcAttached::Tcx),
-                Err(t) => match self.attach_clsact(iface) {
+                Err(t) => match self.attach_clsact(iface, hooks) {
                     Ok(()) => Ok(TcAttached::Clsact),
                     Err(c) => Ok(TcAttached::Unavailable(format!(
                         "tc accounting off: no TCX ({t:#}) and no clsact qdisc of our own ({c:#})"
@@ -350,18 +371,22 @@ impl Dataplane {
         }
     }
 
-    fn attach_clsact(&mut self, iface: &str) -> Result<()> {
+    fn attach_clsact(&mut self, iface: &str, hooks: &[(&str, TcAttachType)]) -> Result<()> {
         let guard = crate::clsact::ClsactGuard::add(iface)?;
-        self.attach_tc_as(iface, || TcAttachOptions::Netlink(NlOptions::default()))?;
+        self.attach_tc_as(iface, hooks, || {
+            TcAttachOptions::Netlink(NlOptions::default())
+        })?;
         self.clsact = Some(guard);
         Ok(())
     }
 
-    fn attach_tc_as(&mut self, iface: &str, how: impl Fn() -> TcAttachOptions) -> Result<()> {
-        for (name, hook) in [
-            (TC_INGRESS, TcAttachType::Ingress),
-            (TC_EGRESS, TcAttachType::Egress),
-        ] {
+    fn attach_tc_as(
+        &mut self,
+        iface: &str,
+        hooks: &[(&str, TcAttachType)],
+        how: impl Fn() -> TcAttachOptions,
+    ) -> Result<()> {
+        for &(name, hook) in hooks {
             classifier_mut(&mut self.ebpf, name)?
                 .attach_with_options(iface, hook, how())
                 .with_context(|| format!("attaching {name} to {iface}"))?;

@@ -246,6 +246,52 @@ names! {
 }
 
 names! {
+    /// `--observe`: how much the observer watches beyond where the driver received and the
+    /// softirq time per CPU. Each program's cost is in every run (`runs[].bpf`); the levels
+    /// trade figures for that cost, and a run says which figures its level lacks.
+    ObserveLevel, "observe level" {
+        /// tc ingress (where the stack ran, per class: the proof of RPS steering), not tc
+        /// egress (where replies left), which cost as much again per packet (the observer
+        /// matrix, results/2026-12-04-vm-observer-matrix).
+        Default = "default",
+        /// No tc program at all: where the driver received and the softirq and kthread time
+        /// per CPU only, for a production box.
+        Minimal = "minimal",
+        /// tc ingress and egress (where replies left: XPS), as every run before levels.
+        Full = "full",
+    }
+}
+
+impl ObserveLevel {
+    /// Whether tc ingress counts where the stack ran.
+    pub fn counts_stack(self) -> bool {
+        self != ObserveLevel::Minimal
+    }
+
+    /// Whether tc egress counts where replies left.
+    pub fn counts_tx(self) -> bool {
+        self == ObserveLevel::Full
+    }
+
+    /// The level of a record from before levels existed: everything was watched.
+    pub fn of_record(stored: Option<ObserveLevel>) -> ObserveLevel {
+        stored.unwrap_or(ObserveLevel::Full)
+    }
+
+    /// The figures this level does not count, each with the level that does; empty at full.
+    pub fn lacks(self) -> Vec<&'static str> {
+        let mut lacks = Vec::new();
+        if !self.counts_stack() {
+            lacks.push("where the stack ran per CPU (tc ingress; --observe default counts it)");
+        }
+        if !self.counts_tx() {
+            lacks.push("where replies left per CPU (tc egress, XPS; --observe full counts it)");
+        }
+        lacks
+    }
+}
+
+names! {
     /// `--xdp-mode`: the XDP attach mode asked for (what ran is [`XdpMode`]).
     XdpModeChoice, "XDP mode choice" {
         /// Driver (native) mode if the driver supports it, else skb (generic) mode.

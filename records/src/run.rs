@@ -209,6 +209,10 @@ pub struct Row {
     pub xdp_frags: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tc: Option<TcAttached>,
+    /// `--observe`: what was watched. Absent from runs before levels (everything was) and
+    /// from the no-BPF arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::ObserveLevel>,
     /// What counted where the driver received. Absent from runs before observers were named:
     /// every arm of those carried the observe-only XDP program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -534,6 +538,10 @@ pub struct RunDoc {
     /// from runs before observers were named (their untuned and RPS arms carried XDP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observer: Option<String>,
+    /// `--observe`: what the observed arms watched (absent from runs before levels, which
+    /// watched everything; see [`crate::ObserveLevel::of_record`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::ObserveLevel>,
     #[serde(default)]
     pub body_size: Option<u32>,
     /// Open loop at this many requests per second per load (`--rate`); absent (and no

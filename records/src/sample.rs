@@ -229,6 +229,8 @@ pub struct Observed {
     pub xdp_frags: bool,
     /// How the tc witness programs were attached, or why not.
     pub tc: TcAttached,
+    /// What was watched: which tc witnesses the level attaches.
+    pub level: crate::ObserveLevel,
 }
 
 impl Observed {
@@ -239,6 +241,7 @@ impl Observed {
             xdp_mode: None,
             xdp_frags: false,
             tc: TcAttached::Unavailable("no BPF program (--observer off)".into()),
+            level: crate::ObserveLevel::Minimal,
         }
     }
 }
@@ -260,6 +263,9 @@ pub struct SampleLine {
     pub xdp_frags: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tc: Option<TcAttached>,
+    /// `--observe` (absent from lines before levels: those watched everything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::ObserveLevel>,
     /// Which part of a load the sample fell in (stored samples only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
@@ -275,6 +281,7 @@ impl SampleLine {
             xdp_mode: how.xdp_mode,
             xdp_frags: Some(how.xdp_frags),
             tc: Some(how.tc.clone()),
+            observe: Some(how.level),
             phase: None,
             sample,
         }
@@ -292,6 +299,7 @@ mod tests {
             xdp_mode: Some(XdpMode::Skb),
             xdp_frags: false,
             tc: TcAttached::Tcx,
+            level: crate::ObserveLevel::Full,
         };
         let mut s = Sample {
             t_s: 1.0,
@@ -317,7 +325,7 @@ mod tests {
         // A line from before tc, frags and /proc/stat time were stored.
         let mut old = serde_json::to_value(&line).unwrap();
         let o = old.as_object_mut().unwrap();
-        for k in ["xdp_frags", "tc", "iface"] {
+        for k in ["xdp_frags", "tc", "observe", "iface"] {
             o.remove(k);
         }
         let c = o["cpus"][0].as_object_mut().unwrap();

@@ -550,6 +550,17 @@ fn observer_section(
         });
         writeln!(o, "- {}: {how}{seen}.", label(a))?;
     }
+    // Runs before levels watched everything, and say nothing here.
+    if let Some(level) = run.observe {
+        let lacks = level.lacks();
+        if !lacks.is_empty() {
+            writeln!(
+                o,
+                "- Watched at `--observe {level}`: this run lacks {}.",
+                lacks.join("; and ")
+            )?;
+        }
+    }
     writeln!(o)?;
     crate::observer::program_cost_table(o, run, arms, protos)?;
     for &p in protos {
@@ -629,14 +640,16 @@ fn witness_section(
     writeln!(o, "Packets per second per CPU, mean over repetitions: XDP (where the driver handed the frame over; in skb mode on each frame's skb, GRO being skipped while a generic XDP program is attached, and after RPS picked a CPU) / tc ingress (where the kernel's stack processed it, after RPS or cpumap moved it) / tc egress (where packets were transmitted). In driver mode XDP counts frames before GRO and tc counts GRO'd packets, so the two differ by the GRO factor.\n")?;
     let columns = Columns::of(run, cpus);
     // Per load: XDP, tc ingress and tc egress packets per CPU column.
-    type Load = (ArmName, Proto, [Vec<f64>; 3]);
+    // tc egress is absent where the run's --observe level did not count it: "-", never 0.
+    type Load = (ArmName, Proto, [Vec<f64>; 2], Option<Vec<f64>>);
     let mut table = Table::new()
         .column("arm", |l: &Load| label(&l.0))
         .column("protocol", |l| l.1.label().to_string());
     for (i, name) in columns.names(": XDP / stack / tx").into_iter().enumerate() {
         table = table.column(name, move |l: &Load| {
-            let [xdp, stack, tx] = &l.2;
-            format!("{} / {} / {}", kilo(xdp[i]), kilo(stack[i]), kilo(tx[i]))
+            let [xdp, stack] = &l.2;
+            let tx = l.3.as_ref().map_or("-".to_string(), |tx| kilo(tx[i]));
+            format!("{} / {} / {tx}", kilo(xdp[i]), kilo(stack[i]))
         });
     }
     let loads = arms.iter().flat_map(|a| {
@@ -650,9 +663,12 @@ fn witness_section(
             let figures = [
                 per_cpu(|r| Some(&r.packets_per_s)),
                 per_cpu(|r| r.stack_packets_per_s.as_deref()),
-                per_cpu(|r| r.tx_packets_per_s.as_deref()),
             ];
-            Some((*a, p, figures))
+            let tx = mine
+                .iter()
+                .any(|r| r.tx_packets_per_s.is_some())
+                .then(|| per_cpu(|r| r.tx_packets_per_s.as_deref()));
+            Some((*a, p, figures, tx))
         })
     });
     o.push_str(&table.render(loads));

@@ -248,7 +248,8 @@ fn attach_programs(
         observer,
         xdp_mode,
         xdp_frags: frags && xdp_mode.is_some(),
-        tc: dp.attach_tc(&o.iface, o.tc)?,
+        tc: dp.attach_tc(&o.iface, o.tc, o.observe)?,
+        level: o.observe,
     };
     Ok((how, program))
 }

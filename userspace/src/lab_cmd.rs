@@ -113,6 +113,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
             xdp_mode: None,
             xdp_frags: false,
             tc: rxsteer_dataplane::TcAttached::Unavailable("not attached by rxsteer lab".into()),
+            level: rxsteer_records::ObserveLevel::Minimal,
         },
         json: args.json,
     };

@@ -20,8 +20,8 @@ use crate::{
     view,
 };
 use rxsteer_dataplane::{
-    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, TcChoice, XdpModeChoice,
-    RX_ACCOUNT,
+    sampler::Sampler, Dataplane, FragsChoice, ObserveLevel, ObserverChoice, PortConfig, TcChoice,
+    XdpModeChoice, RX_ACCOUNT,
 };
 use rxsteer_records::{Observer, Sample, TcAttached, XdpMode};
 
@@ -57,6 +57,12 @@ pub struct TopArgs {
     /// kernel has them, else a clsact qdisc of rxsteer's own.
     #[arg(long, value_enum, default_value = "auto")]
     pub tc: TcChoice,
+    /// What to watch beyond where the driver received and the softirq time per CPU.
+    /// default: tc ingress (where the stack ran: the proof of RPS steering); full: tc egress
+    /// too (where replies left, XPS), about as much again per packet; minimal: no tc program,
+    /// for a production box. Each program's cost is shown while it runs.
+    #[arg(long, value_enum, default_value = "default")]
+    pub observe: ObserveLevel,
     /// TCP ports counted as HTTP (e.g. 8080,8081 or 8000-8010).
     #[arg(long, default_value = "8080", value_parser = port_list)]
     pub http_ports: PortList,
@@ -147,12 +153,19 @@ pub fn say_observed(
     eprintln!(
         "rxsteer: observing {iface} with {}{}, steering {steering}",
         observed_with(how, program),
-        match &how.tc {
-            TcAttached::Tcx => ", tc ingress/egress as TCX",
-            TcAttached::Clsact => ", tc ingress/egress on a clsact qdisc",
-            TcAttached::Unavailable(_) => "",
+        match (&how.tc, how.level.counts_tx()) {
+            (TcAttached::Tcx, true) => ", tc ingress/egress as TCX",
+            (TcAttached::Tcx, false) => ", tc ingress as TCX",
+            (TcAttached::Clsact, true) => ", tc ingress/egress on a clsact qdisc",
+            (TcAttached::Clsact, false) => ", tc ingress on a clsact qdisc",
+            (TcAttached::Unavailable(_), _) => "",
         },
     );
+    if how.observer != Observer::Off {
+        for lacked in how.level.lacks() {
+            eprintln!("rxsteer: --observe {}: not counting {lacked}", how.level);
+        }
+    }
     if let TcAttached::Unavailable(why) = &how.tc {
         eprintln!("rxsteer: {why}");
     }
@@ -217,7 +230,8 @@ pub fn observe_only(
         observer,
         xdp_mode,
         xdp_frags: frags && xdp_mode.is_some(),
-        tc: dp.attach_tc(&args.iface, args.tc)?,
+        tc: dp.attach_tc(&args.iface, args.tc, args.observe)?,
+        level: args.observe,
     };
     let sampler = Sampler::new(Some(dp.take_counters()?), &args.iface)?;
     Ok((Some(dp), how, sampler))

@@ -292,7 +292,7 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str
             let [maps, table] =
                 Layout::horizontal([Constraint::Min(0), Constraint::Length(w)]).areas(body);
             draw_heatmaps(f, maps, history, kinds);
-            draw_table(f, table, history.back());
+            draw_table(f, table, history.back(), how);
         }
         None => draw_heatmaps(f, body, history, kinds),
     }
@@ -382,9 +382,15 @@ fn heat(v: f64) -> Color {
     Color::Rgb(r, g, 30)
 }
 
-fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
+fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>, how: &Observed) {
     // xdp/s: where the driver received (XDP); stack/s: where the stack ran (tc ingress);
-    // tx/s: where packets left (tc egress); busy%: /proc/stat, all of the CPU's work.
+    // tx/s: where packets left (tc egress); busy%: /proc/stat, all of the CPU's work. A
+    // witness not attached (or not at this --observe level) shows "-", never 0.
+    let tc = matches!(
+        how.tc,
+        rxsteer_records::TcAttached::Tcx | rxsteer_records::TcAttached::Clsact
+    );
+    let (stack_counted, tx_counted) = (tc, tc && how.level.counts_tx());
     let header = Row::new([
         "cpu", "xdp/s", "stack/s", "tx/s", "NET_RX%", "kthr%", "busy%", "drop", "squeeze",
     ])
@@ -396,6 +402,7 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
     let rows: Vec<Row> = last.map_or(vec![], |s| {
         let pct = |ns: u64| format!("{:.1}", ns as f64 / (s.interval_s * 1e7));
         let rate = |n: u64| compact(n as f64 / s.interval_s);
+        let counted = |yes: bool, n: u64| if yes { rate(n) } else { "-".into() };
         let busy: Vec<f64> = s
             .cpus
             .iter()
@@ -415,8 +422,8 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>) {
                 Row::new([
                     c.cpu.to_string(),
                     rate(c.packets),
-                    rate(c.stack_packets),
-                    rate(c.tx_packets),
+                    counted(stack_counted, c.stack_packets),
+                    counted(tx_counted, c.tx_packets),
                     pct(c.net_rx_ns),
                     pct(c.kthread_ns()),
                     format!("{busy:.0}"),
@@ -456,6 +463,7 @@ mod tests {
             xdp_mode: Some(XdpMode::Skb),
             xdp_frags: false,
             tc: rxsteer_records::TcAttached::Tcx,
+            level: rxsteer_records::ObserveLevel::Full,
         }
     }
 

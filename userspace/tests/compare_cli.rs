@@ -145,6 +145,13 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             r["verdict"]["text"].as_str().unwrap().contains(" busy"),
             "{r}"
         );
+        // The default --observe level counts where the stack ran, not where replies left:
+        // that figure is absent, never 0.
+        assert_eq!(
+            (&r["observe"], &r["tx_packets_per_s"]),
+            (&"default".into(), &Value::Null),
+            "{r}"
+        );
         // tc ingress saw the stack run: on the target in cpumap and RPS mode.
         let stack = r["stack_packets_per_s"].as_array().unwrap();
         let on = |c: usize| stack[c].as_f64().unwrap();
@@ -746,8 +753,23 @@ fn the_tc_witnesses_on_a_clsact_qdisc_keep_their_per_cpu_counts() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-clsact-{}", std::process::id()));
     let (run, _, _) = compare(
         &[
-            "--closed", "--steer", "rps", "--proto", "http", "--tc", "clsact", "-d", "1s",
-            "--warmup", "500ms", "--reps", "1", "-c", "4",
+            "--closed",
+            "--steer",
+            "rps",
+            "--proto",
+            "http",
+            "--tc",
+            "clsact",
+            "--observe",
+            "full",
+            "-d",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--reps",
+            "1",
+            "-c",
+            "4",
         ],
         &out_dir,
     );

@@ -102,19 +102,7 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
     );
     // What observing cost, from the kernel's own statistics: the receive tracepoint and the
     // tc ingress witness ran once per datagram at least, each run took some time.
-    let mut runs: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-    for l in &lines {
-        for p in l["bpf"]["measured"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{l}"))
-        {
-            let e = runs
-                .entry(p["name"].as_str().unwrap().to_string())
-                .or_default();
-            e.0 += p["runs"].as_u64().unwrap();
-            e.1 += p["ns"].as_u64().unwrap();
-        }
-    }
+    let runs = program_runs(&lines);
     let (n, ns) = runs.get("tc_ingress").copied().unwrap_or_default();
     assert!(
         n >= 2000 && ns > 0,
@@ -137,6 +125,87 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
             .unwrap()
             .trim(),
         "0"
+    );
+}
+
+/// Each program's runs and nanoseconds over `lines`, from the kernel's statistics.
+fn program_runs(lines: &[Value]) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut runs: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for l in lines {
+        for p in l["bpf"]["measured"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{l}"))
+        {
+            let e = runs
+                .entry(p["name"].as_str().unwrap().to_string())
+                .or_default();
+            e.0 += p["runs"].as_u64().unwrap();
+            e.1 += p["ns"].as_u64().unwrap();
+        }
+    }
+    runs
+}
+
+#[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
+fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
+    let lab = lab('o');
+    let sender = *online_cpus().last().unwrap();
+    let ran = |runs: &std::collections::BTreeMap<String, (u64, u64)>, p: &str| {
+        runs.get(p).map_or(0, |r| r.0)
+    };
+    // tc ingress sees every datagram; egress the ICMP port-unreachable replies.
+    for (level, ingress, egress, lacks) in [
+        ("minimal", false, false, Some("where the stack ran")),
+        ("default", true, false, Some("where replies left")),
+        ("full", true, true, None),
+    ] {
+        let mut top = lab
+            .server
+            .command(RXSTEER)
+            .args(["top", "--iface", &lab.server_dev, "--json", "--count", "3"])
+            .args(["--interval", "300ms", "--observe", level])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(top.stderr.take().unwrap());
+        let mut said = String::new();
+        err.read_line(&mut said).unwrap();
+        assert!(said.contains("observing"), "{level}: {said}");
+        udp_burst(&lab.client, sender, lab.server_ip, 5000, 500);
+        let status = wait_with_timeout(&mut top, Duration::from_secs(15));
+        assert!(status.success(), "{level}: {status}");
+        std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+        let lines: Vec<Value> = BufReader::new(top.stdout.take().unwrap())
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert_eq!(lines[0]["observe"], level, "{}", lines[0]);
+        let runs = program_runs(&lines);
+        assert_eq!(
+            ran(&runs, "tc_ingress") >= 500,
+            ingress,
+            "{level}: {runs:?}"
+        );
+        assert_eq!(ran(&runs, "tc_egress") > 0, egress, "{level}: {runs:?}");
+        match lacks {
+            Some(what) => assert!(
+                said.contains(&format!("--observe {level}: not counting {what}")),
+                "{level}: {said}"
+            ),
+            None => assert!(!said.contains("not counting"), "{level}: {said}"),
+        }
+        if level == "minimal" {
+            assert!(lines[0]["tc"]["unavailable"].is_string(), "{}", lines[0]);
+        }
+    }
+    let (code, err) = run_top(&lab.server, &["--iface", "lo", "--observe", "everything"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("invalid value 'everything' for '--observe")
+            && err.contains("[possible values: default, minimal, full]"),
+        "{err}"
     );
 }
 

@@ -8,7 +8,7 @@ use super::{
     several::{several, Several},
 };
 use crate::top::parse_interval;
-use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
+use rxsteer_dataplane::{FragsChoice, ObserveLevel, ObserverChoice, TcChoice, XdpModeChoice};
 use rxsteer_records::{
     run::{ArmName, NO_BPF_ARM},
     LoaderIo, Mode, Proto, Scenario, ServerIo, XdpMode,
@@ -139,6 +139,11 @@ pub struct CompareArgs {
     /// else a clsact qdisc of rxsteer's own; clsact forces the qdisc (kernels before 6.6).
     #[arg(long, value_enum, default_value = "auto")]
     pub tc: TcChoice,
+    /// What every observed arm watches (`attach --observe`): default, tc ingress (where the
+    /// stack ran); full, tc egress too (where replies left); minimal, no tc program. The
+    /// report says which figures the level lacks.
+    #[arg(long, value_enum, default_value = "default")]
+    pub observe: ObserveLevel,
     /// Multi-buffer aware XDP programs (auto: where the kernel accepts them); both runs every
     /// arm with and without them.
     #[arg(long, default_value = "auto", value_parser = several(
@@ -292,6 +297,14 @@ impl CompareArgs {
             arms.push(Arm::no_bpf());
         }
         arms
+    }
+
+    /// `--tc` and `--observe`, which every observed arm's attach is given.
+    pub fn watch(&self) -> super::session::Watch {
+        super::session::Watch {
+            tc: self.tc,
+            observe: self.observe,
+        }
     }
 
     /// `--observer` as given, for run.json.

@@ -156,6 +156,8 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
     );
     // The witnesses' counts are kept however tc was attached (TCX, or our clsact qdisc).
     let tc_ran = matches!(tc, Some(TcAttached::Tcx | TcAttached::Clsact));
+    let observe = first.and_then(|l| l.observe);
+    let tx_ran = tc_ran && rxsteer_records::ObserveLevel::of_record(observe).counts_tx();
     let q = load.map(|l| l.latency_us.quantiles);
     Row {
         rep,
@@ -165,6 +167,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         xdp_mode: first.and_then(|l| l.xdp_mode),
         xdp_mode_asked: arm.runs_xdp().then(|| arm.xdp.as_str().to_string()),
         observer: first.and_then(|l| l.observer),
+        observe,
         attached: None,
         mean_us: load.map(|l| l.latency_us.mean),
         xdp_frags: first.and_then(|l| l.xdp_frags),
@@ -188,7 +191,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         cpumap_arrived_per_s: f.arrived_per_s,
         stack_packets_per_s: tc_ran.then_some(f.stack_per_s),
         nic_rx_packets_per_s: f.nic_rx_per_s,
-        tx_packets_per_s: tc_ran.then_some(f.tx_per_s),
+        tx_packets_per_s: tx_ran.then_some(f.tx_per_s),
         loader_napi_ms_per_s: f.loader_napi_ms_per_s,
         time_ms_per_s: Some(f.time),
         verdict,

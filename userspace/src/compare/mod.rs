@@ -200,8 +200,14 @@ impl Run<'_> {
         } else {
             args.interval
         };
-        let session =
-            ModeSession::start(self.site, *arm, proto, interval, args.server_io, args.tc)?;
+        let session = ModeSession::start(
+            self.site,
+            *arm,
+            proto,
+            interval,
+            args.server_io,
+            args.watch(),
+        )?;
         let attached = witness::read(self.site)?;
         witness::check(arm, &self.site.server_dev, &attached)?;
         let mut all = Vec::new();
@@ -496,6 +502,7 @@ fn run_doc(
         xdp_mode: Some(format!("{:?}", args.xdp_mode).to_lowercase()),
         xdp_frags: Some(format!("{:?}", args.xdp_frags).to_lowercase()),
         observer: Some(args.observer_name()),
+        observe: Some(args.observe),
         body_size: args.body_size,
         rate: args.rate,
         search: args.searches().then(|| rxsteer_records::search::Asked {

@@ -28,7 +28,7 @@ fn attach_args(
     arm: Arm,
     proto: Proto,
     interval: Duration,
-    tc: rxsteer_dataplane::TcChoice,
+    watch: Watch,
 ) -> Vec<String> {
     let targets = format_cpu_list(targets);
     let mut args: Vec<String> = vec![
@@ -47,7 +47,9 @@ fn attach_args(
         "--observer".into(),
         arm.observer.as_str().into(),
         "--tc".into(),
-        tc.as_str().into(),
+        watch.tc.as_str().into(),
+        "--observe".into(),
+        watch.observe.as_str().into(),
     ];
     match arm.mode.steering().cpus {
         CpuFlags::PerClass => args.extend([
@@ -61,6 +63,13 @@ fn attach_args(
         CpuFlags::Nothing => {}
     }
     args
+}
+
+/// What every observed arm watches with: `--tc` and `--observe` as the comparison was given.
+#[derive(Clone, Copy, Debug)]
+pub struct Watch {
+    pub tc: rxsteer_dataplane::TcChoice,
+    pub observe: rxsteer_dataplane::ObserveLevel,
 }
 
 pub struct ModeSession {
@@ -78,7 +87,7 @@ impl ModeSession {
         proto: Proto,
         interval: Duration,
         server_io: ServerIo,
-        tc: rxsteer_dataplane::TcChoice,
+        watch: Watch,
     ) -> Result<Self> {
         let mode = arm.mode;
         let me = std::env::current_exe()?;
@@ -88,7 +97,7 @@ impl ModeSession {
             arm,
             proto,
             interval,
-            tc,
+            watch,
         );
         let mut attach = child::command_at(site.ns(), &me)
             .args(&args)
@@ -181,7 +190,7 @@ fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<SampleLine>> {
 mod tests {
     use super::*;
     use crate::attach_cmd::{self, AttachArgs};
-    use rxsteer_dataplane::{FragsChoice, ObserverChoice, TcChoice, XdpModeChoice};
+    use rxsteer_dataplane::{FragsChoice, ObserveLevel, ObserverChoice, TcChoice, XdpModeChoice};
     use rxsteer_records::Mode;
 
     #[derive(clap::Parser)]
@@ -211,7 +220,10 @@ mod tests {
                     arm,
                     proto,
                     Duration::from_millis(500),
-                    TcChoice::Auto,
+                    Watch {
+                        tc: TcChoice::Auto,
+                        observe: ObserveLevel::Default,
+                    },
                 );
                 let parsed = <Attach as clap::Parser>::try_parse_from(&argv)
                     .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
