@@ -150,8 +150,19 @@ pub fn say_observed(
     asked: XdpModeChoice,
     steering: &str,
 ) {
+    // What the --observe level leaves out, in the same line: whoever reads only the first
+    // line (a script waiting for "observing") must not break the pipe before a second.
+    let lacks = match how.observer {
+        Observer::Off => String::new(),
+        _ => how
+            .level
+            .lacks()
+            .iter()
+            .map(|l| format!("; --observe {}: not counting {l}", how.level))
+            .collect(),
+    };
     eprintln!(
-        "rxsteer: observing {iface} with {}{}, steering {steering}",
+        "rxsteer: observing {iface} with {}{}, steering {steering}{lacks}",
         observed_with(how, program),
         match (&how.tc, how.level.counts_tx()) {
             (TcAttached::Tcx, true) => ", tc ingress/egress as TCX",
@@ -161,11 +172,7 @@ pub fn say_observed(
             (TcAttached::Unavailable(_), _) => "",
         },
     );
-    if how.observer != Observer::Off {
-        for lacked in how.level.lacks() {
-            eprintln!("rxsteer: --observe {}: not counting {lacked}", how.level);
-        }
-    }
+
     if let TcAttached::Unavailable(why) = &how.tc {
         eprintln!("rxsteer: {why}");
     }
