@@ -212,7 +212,9 @@ pub fn observer(paths: &Paths) -> Result<()> {
 /// the tc witnesses) against untuned with no BPF on every load a user runs: HTTP and ZAP,
 /// `/health`, `/rpc` and the 64 KiB upload, on the epoll and the io_uring server; 7
 /// repetitions each, arms rotated, with each program's cost from the kernel's statistics.
-/// The targets: at most 1 % on the request loads and 3 % on the upload.
+/// The targets: at most 1 % on the request loads and 3 % on the upload, judged by the
+/// programs' share of the server side's CPU (`rxsteer_report::observer::server_share`), the
+/// req/s ratio beside it.
 pub fn observer_matrix(paths: &Paths) -> Result<()> {
     let mut loads = Vec::new();
     for io in ["epoll", "uring"] {
