@@ -312,7 +312,7 @@ pub struct Attached {
 /// The arm with no BPF program at all: untuned, CPU time from /proc only. Every comparison
 /// runs it, so the observer's own cost is measured in the same run.
 pub const NO_BPF_ARM: ArmName = ArmName {
-    mode: Mode::None,
+    mode: Mode::baseline(),
     variant: Variant {
         no_bpf: true,
         xdp: None,
@@ -393,6 +393,9 @@ pub struct ArmName {
 }
 
 impl ArmName {
+    /// The untuned baseline arm with its observer and nothing else varied (plain `none`).
+    pub const UNTUNED: ArmName = ArmName::of(Mode::baseline());
+
     /// The arm of `mode` alone, with nothing else varied.
     pub const fn of(mode: Mode) -> Self {
         Self {
@@ -421,10 +424,10 @@ impl ArmName {
     /// observers were named took every ratio against. The no-BPF arm's is plain `none`.
     pub fn untuned_peer(&self) -> Self {
         if *self == NO_BPF_ARM {
-            return Self::of(Mode::None);
+            return Self::UNTUNED;
         }
         Self {
-            mode: Mode::None,
+            mode: Mode::baseline(),
             variant: self.variant,
         }
     }
@@ -514,7 +517,7 @@ pub fn base_arm_where(arm: ArmName, present: impl Fn(ArmName) -> bool) -> ArmNam
     if present(variant) {
         variant
     } else {
-        ArmName::of(Mode::None)
+        ArmName::UNTUNED
     }
 }
 

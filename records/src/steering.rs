@@ -113,6 +113,17 @@ impl Mode {
         self.steering().xdp_program.is_some()
     }
 
+    /// The untuned baseline: the host as it was found, what every arm's ratio is taken
+    /// against. One name for it, so no reader has to know that `None` means that.
+    pub const fn baseline() -> Mode {
+        Mode::None
+    }
+
+    /// Whether this is the untuned baseline ([`Mode::baseline`]).
+    pub fn is_baseline(self) -> bool {
+        self == Mode::baseline()
+    }
+
     /// The modes that are tuning profiles (`tune apply --profile`).
     pub fn profiles() -> impl Iterator<Item = Mode> {
         Mode::ALL

@@ -6,7 +6,7 @@ use rxsteer_records::{
     breakdown::{rate_text, Verdict},
     run::{median, range, ArmName},
     search::{ms, Search, SearchEnd, StepKind},
-    Mode, Proto, Row, RunDoc,
+    Proto, Row, RunDoc,
 };
 use std::fmt::Write;
 
@@ -145,7 +145,7 @@ pub fn answer_section(
                 cell
             })
             .column("/ untuned, median (range)", |a| {
-                if a.mode == Mode::None {
+                if a.mode.is_baseline() {
                     return "-".into();
                 }
                 median_range(&run.ratios(*a, p), |x| format!("{x:.2}x"))
@@ -372,7 +372,7 @@ mod tests {
             mode: name.mode,
             proto: Proto::Http,
             req_per_s: s.capacity(),
-            observer: Some(if name.mode == Mode::Cpumap {
+            observer: Some(if name.mode == rxsteer_records::Mode::Cpumap {
                 Observer::Xdp
             } else {
                 Observer::Tracepoint

@@ -6,14 +6,14 @@ use rxsteer_records::{
         base_arm_in as base, find, mean_per_cpu, median, range, ratio_in, ArmName, CoreKind,
         NO_BPF_ARM,
     },
-    Mode, Observer, Proto, Row, RunDoc, XdpMode,
+    Observer, Proto, Row, RunDoc, XdpMode,
 };
 use std::fmt::Write;
 
 use crate::table::Table;
 
 fn is_untuned(arm: &ArmName) -> bool {
-    arm.mode == Mode::None
+    arm.mode.is_baseline()
 }
 
 fn label(arm: &ArmName) -> String {

@@ -6,8 +6,8 @@
 use anyhow::{bail, Result};
 use rxsteer_records::{
     bpf_cost::{BpfCost, BpfCostOf},
-    run::{median, range, ArmName, NO_BPF_ARM},
-    Observer, Proto, Row, RunDoc, Scenario, ServerIo,
+    run::{median, range, ArmName, Variant, NO_BPF_ARM},
+    Observer, Proto, Row, RunDoc, Scenario, ServerIo, XdpMode,
 };
 use serde::Serialize;
 use std::{fmt::Write as _, path::Path};
@@ -436,8 +436,15 @@ pub fn render(b: &ObserverBench) -> Result<String> {
 
 /// The one line `--observer xdp` in skb mode and old runs' reports quote (results/observer-cost.txt).
 pub fn cost_line(b: &ObserverBench, stored: &str) -> String {
-    let of = |obs: &str| -> Vec<String> {
-        let obs: ArmName = obs.parse().expect("an arm the observer bench runs");
+    // The untuned arm observed by the XDP program in one mode (`none-skb`, `none-drv`).
+    let xdp_observed = |mode: XdpMode| ArmName {
+        variant: Variant {
+            xdp: Some(mode),
+            ..ArmName::UNTUNED.variant
+        },
+        ..ArmName::UNTUNED
+    };
+    let of = |obs: ArmName| -> Vec<String> {
         b.loads
             .iter()
             .filter(|l| l.proto == Proto::Http)
@@ -452,9 +459,9 @@ pub fn cost_line(b: &ObserverBench, stored: &str) -> String {
     };
     format!(
         "untuned with the XDP observer in skb mode served {} and in driver mode {}, the receive tracepoints {}, of the req/s with no BPF (veth lab, median of repetitions; {stored})",
-        of("none-skb").join(", "),
-        of("none-drv").join(", "),
-        of("none").join(", ")
+        of(xdp_observed(XdpMode::Skb)).join(", "),
+        of(xdp_observed(XdpMode::Drv)).join(", "),
+        of(ArmName::UNTUNED).join(", ")
     )
 }
 

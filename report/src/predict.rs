@@ -329,10 +329,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         "\n## Ratios to untuned at {} CPUs (prediction)\n",
         ask.cpus
     )?;
-    for c in fit
-        .iter()
-        .filter(|c| c.arm.mode != rxsteer_records::Mode::None)
-    {
+    for c in fit.iter().filter(|c| !c.arm.mode.is_baseline()) {
         let base = base_arm_where(c.arm, |a| fit.iter().any(|u| u.arm == a));
         if let Some(u) = fit.iter().find(|u| u.arm == base && u.proto == c.proto) {
             let (r, l) = predict(c, ask.cpus, ask.loader);

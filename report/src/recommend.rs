@@ -4,7 +4,7 @@
 use rxsteer_records::{
     run::{median, range, ArmName, NO_BPF_ARM},
     search::SearchEnd,
-    CpuFlags, Mode, Proto, Row, RunDoc, XdpMode,
+    CpuFlags, Proto, Row, RunDoc, XdpMode,
 };
 
 /// An arm must beat untuned by at least this (median) to be worth deploying.
@@ -36,7 +36,7 @@ fn candidates(run: &RunDoc, proto: Proto) -> Vec<Candidate> {
     let (arms, _) = run.dims();
     arms.iter()
         .filter(|a| **a != NO_BPF_ARM)
-        .filter(|a| a.mode != Mode::None)
+        .filter(|a| !a.mode.is_baseline())
         .filter_map(|a| {
             let ratios = run.ratios(*a, proto);
             let rps: Vec<f64> = run
@@ -114,7 +114,7 @@ fn limit(rows: &[&Row]) -> Option<String> {
 
 /// Untuned with its observer over untuned with no BPF, when the run measured both.
 fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
-    let v = run.ratios_to(ArmName::of(Mode::None), NO_BPF_ARM, proto);
+    let v = run.ratios_to(ArmName::UNTUNED, NO_BPF_ARM, proto);
     (!v.is_empty()).then(|| {
         format!(
             "untuned was observed without XDP, at {:.2}x the req/s of untuned with no BPF (median)",
@@ -127,7 +127,7 @@ fn observer_cost(run: &RunDoc, proto: Proto) -> Option<String> {
 /// (runs before the observer choice, or `--observer xdp`) untuned is slowed by the observer
 /// and every ratio to it reads high, so nothing is recommended from it.
 fn untuned_undisturbed(run: &RunDoc, proto: Proto) -> bool {
-    let untuned = run.of(ArmName::of(Mode::None), proto);
+    let untuned = run.of(ArmName::UNTUNED, proto);
     !untuned.is_empty()
         && untuned.iter().all(|r| {
             r.observer
@@ -187,7 +187,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
             rows.len()
         ))
     };
-    let untuned = ArmName::of(Mode::None);
+    let untuned = ArmName::UNTUNED;
     if let Some(why) = unjudged(untuned) {
         return Recommendation {
             proto,
@@ -213,7 +213,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
     let (arms, _) = run.dims();
     let left_out: Vec<ArmName> = arms
         .iter()
-        .filter(|a| **a != NO_BPF_ARM && a.mode != Mode::None)
+        .filter(|a| **a != NO_BPF_ARM && !a.mode.is_baseline())
         .filter_map(|a| {
             let why = unjudged(*a)?;
             reasons.push(format!("{why}: not weighed"));
@@ -309,7 +309,7 @@ fn no_difference(c: &Candidate) -> String {
 /// against it (the observer bench, untuned only, has nothing to recommend).
 pub fn applies(run: &RunDoc) -> bool {
     let (arms, _) = run.dims();
-    let untuned = |a: &ArmName| a.mode == Mode::None;
+    let untuned = |a: &ArmName| a.mode.is_baseline();
     arms.iter().any(untuned) && !arms.iter().all(untuned)
 }
 
@@ -346,7 +346,7 @@ mod tests {
             proto: Proto::Http,
             req_per_s: Some(rps),
             observer: Some(match mode {
-                Mode::Cpumap => rxsteer_records::Observer::Xdp,
+                rxsteer_records::Mode::Cpumap => rxsteer_records::Observer::Xdp,
                 _ => rxsteer_records::Observer::Tracepoint,
             }),
             ..Default::default()
@@ -454,7 +454,7 @@ mod tests {
             rec.reasons
         );
         // Untuned failed: nothing to take a ratio to, so no winner, and no loader advice.
-        let untuned = r.runs.iter_mut().find(|x| x.mode == Mode::None).unwrap();
+        let untuned = r.runs.iter_mut().find(|x| x.mode.is_baseline()).unwrap();
         untuned.req_per_s = None;
         untuned.failed = Some("no request succeeded".into());
         let rec = recommend(&r, Proto::Http);

@@ -64,7 +64,7 @@ impl Arm {
     /// The untuned arm with no BPF at all, which every comparison runs.
     pub fn no_bpf() -> Self {
         Self {
-            mode: Mode::None,
+            mode: Mode::baseline(),
             xdp: XdpModeChoice::Auto,
             frags: FragsChoice::Auto,
             observer: ObserverChoice::Off,
@@ -293,7 +293,7 @@ impl CompareArgs {
         // wherever the run has an untuned arm and drives the load itself (an external load's
         // req/s is not known here).
         let external = self.loader.iter().any(|l| matches!(l, LoaderArg::External));
-        if self.modes().contains(&Mode::None) && !external {
+        if self.modes().contains(&Mode::baseline()) && !external {
             arms.push(Arm::no_bpf());
         }
         arms
