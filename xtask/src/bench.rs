@@ -47,6 +47,14 @@ pub const XDP: Bench = Bench {
     is_test: false,
     env: &[],
 };
+/// What the kernel's BPF run-time statistics cost per run and count for an empty program.
+pub const STATS: Bench = Bench {
+    name: "bpf-stats-overhead",
+    package: "rxsteer-dataplane",
+    bench: "bpf_stats_overhead",
+    is_test: false,
+    env: &[],
+};
 pub const SERDE: Bench = Bench {
     name: "serde-axis",
     package: "rxsteer-wire",

@@ -64,6 +64,9 @@ enum Task {
 enum Which {
     /// ns/packet of the XDP programs (BPF_PROG_TEST_RUN; root).
     Xdp,
+    /// What the kernel's BPF run-time statistics add per program run, and what they count
+    /// for an empty program (BPF_PROG_TEST_RUN; root).
+    Stats,
     /// The rpc record: native ZAP vs serde_json, simd-json, sonic-rs.
     Serde,
     /// The servers' allocations per request in steady state (counting allocator).
@@ -184,6 +187,7 @@ fn bench(paths: &Paths, which: Which) -> Result<()> {
     // The benches that need nothing but the eBPF object, in the order they run.
     let plain = [
         (Which::Xdp, &bench::XDP),
+        (Which::Stats, &bench::STATS),
         (Which::Serde, &bench::SERDE),
         (Which::Allocs, &bench::ALLOCS),
         (Which::Echo, &bench::ECHO),
