@@ -6,8 +6,15 @@ use rxsteer_common::{
     RxStats, SoftirqStats, XdpTraceStats, N_CLASSES, N_ERRNO, N_SOFTIRQ, SOFTIRQ_NET_RX,
     SOFTIRQ_NET_TX,
 };
-use rxsteer_records::bpf_cost::{BpfRuns, ProgramRuns};
-use std::{collections::BTreeMap, os::fd::OwnedFd, time::Instant};
+use rxsteer_records::{
+    bpf_cost::{BpfRuns, ProgramRuns},
+    BpfStatsChoice,
+};
+use std::{
+    collections::BTreeMap,
+    os::fd::OwnedFd,
+    time::{Duration, Instant},
+};
 
 use crate::{
     cputime::{self, CpuTimes},
@@ -46,12 +53,23 @@ pub struct Sampler {
     stats: StatsSwitch,
 }
 
-/// `BPF_ENABLE_STATS` held for as long as the sampler lives: the kernel counts every BPF
-/// program's run time only while some process holds it on (it costs two clock reads per
-/// run), and turns it off again when the last descriptor closes, whatever ends this process.
-/// No sysctl (`kernel.bpf_stats_enabled`) is written, so none can be left behind.
+/// `BPF_ENABLE_STATS`, held through the descriptor the kernel returns: the kernel counts
+/// every BPF program's run time only while some process holds it on, and turns it off again
+/// when the last descriptor closes, whatever ends this process. No sysctl
+/// (`kernel.bpf_stats_enabled`) is written, so none can be left behind. On, each program run
+/// costs two more clock reads (81 ns on this project's VM), so by default they are on only
+/// for a window at the end of each interval.
 pub enum StatsSwitch {
-    On(OwnedFd),
+    /// On for the sampler's life (`--bpf-stats always`).
+    Held(OwnedFd),
+    /// On for `window` before each sample (`--bpf-stats sampled`): `open`, while the window
+    /// runs, is the descriptor, when the window began and the programs' counts then (so what
+    /// another holder of the statistics, a bpftop or a second rxsteer, had them count outside
+    /// the window is not taken for the window's).
+    Windowed {
+        window: Duration,
+        open: Option<(OwnedFd, Instant, Vec<ProgramRuns>)>,
+    },
     /// No BPF loaded: nothing to count.
     NotNeeded,
     /// The kernel keeps no run-time statistics (before 5.8) or refused: the reason.
@@ -59,12 +77,23 @@ pub enum StatsSwitch {
 }
 
 impl StatsSwitch {
-    fn turn_on() -> Self {
-        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
-            Ok(fd) => StatsSwitch::On(fd),
-            Err(e) => StatsSwitch::Unavailable(format!(
+    fn enable() -> std::result::Result<OwnedFd, String> {
+        aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
+            format!(
                 "the kernel keeps no BPF run-time statistics here (BPF_ENABLE_STATS, 5.8+): {e}"
-            )),
+            )
+        })
+    }
+
+    /// Tried once now, so a kernel without them is known (and said) from the first sample.
+    fn turn_on(choice: BpfStatsChoice, interval: Duration) -> Self {
+        match (Self::enable(), choice) {
+            (Err(why), _) => StatsSwitch::Unavailable(why),
+            (Ok(fd), BpfStatsChoice::Always) => StatsSwitch::Held(fd),
+            (Ok(_), BpfStatsChoice::Sampled) => StatsSwitch::Windowed {
+                window: interval / 10,
+                open: None,
+            },
         }
     }
 
@@ -77,10 +106,16 @@ impl StatsSwitch {
 }
 
 impl Sampler {
-    pub fn new(counters: Option<Counters>, iface: &str) -> Result<Self> {
+    /// `interval`: how often the caller samples (the statistics' window is a tenth of it).
+    pub fn new(
+        counters: Option<Counters>,
+        iface: &str,
+        stats: BpfStatsChoice,
+        interval: Duration,
+    ) -> Result<Self> {
         let cpus = rxsteer_tune::cpus::online_cpus()?;
         let stats = if counters.is_some() {
-            StatsSwitch::turn_on()
+            StatsSwitch::turn_on(stats, interval)
         } else {
             StatsSwitch::NotNeeded
         };
@@ -95,22 +130,80 @@ impl Sampler {
         })
     }
 
+    /// How long before each sample the statistics should be turned on (None: they need no
+    /// turning on).
+    pub fn stats_window(&self) -> Option<Duration> {
+        match &self.stats {
+            StatsSwitch::Windowed { window, .. } => Some(*window),
+            _ => None,
+        }
+    }
+
+    /// Turns the statistics on for the window before the next sample (once; a no-op unless
+    /// sampled). The caller does this `stats_window()` before it samples.
+    pub fn open_stats_window(&mut self) -> Result<()> {
+        let Some(c) = self.counters.as_ref() else {
+            return Ok(());
+        };
+        if let StatsSwitch::Windowed {
+            open: open @ None, ..
+        } = &mut self.stats
+        {
+            match StatsSwitch::enable() {
+                Ok(fd) => *open = Some((fd, Instant::now(), c.program_runs()?)),
+                Err(why) => self.stats = StatsSwitch::Unavailable(why),
+            }
+        }
+        Ok(())
+    }
+
     /// Counters since the previous call (or since `new`); the kernel's log records since
-    /// then go to `log` on the way.
+    /// then go to `log` on the way. With sampled statistics whose window the caller did not
+    /// open, it opens it and waits the window out first.
     pub fn sample(&mut self) -> Result<Sample> {
+        if let StatsSwitch::Windowed { window, open: None } = self.stats {
+            self.open_stats_window()?;
+            std::thread::sleep(window);
+        }
         if let Some(c) = self.counters.as_mut() {
             c.flush_logs();
         }
         let now = snapshot(self.counters.as_ref(), &self.iface)?;
         let mut sample = delta(&self.prev, &now, &self.cpus, self.started);
-        sample.bpf = match (self.stats.unavailable(), &self.prev.programs, &now.programs) {
-            (Some(why), _, Some(_)) => Some(BpfRuns::Unavailable(why.to_string())),
-            (None, Some(p), Some(n)) => Some(BpfRuns::Measured(program_deltas(p, n))),
+        // Sampled: the window's runs, counted from its start, scaled to the interval. The
+        // window's descriptor closes here, and the statistics with it (unless another
+        // process holds them on too).
+        let window = match &mut self.stats {
+            StatsSwitch::Windowed { open, .. } => open
+                .take()
+                .map(|(_fd, since, at_open)| (now.at.duration_since(since).as_secs_f64(), at_open)),
             _ => None,
         };
+        sample.bpf = match (self.stats.unavailable(), &self.prev.programs, &now.programs) {
+            (Some(why), _, Some(_)) => Some(BpfRuns::Unavailable(why.to_string())),
+            (None, Some(p), Some(n)) => Some(BpfRuns::Measured(match &window {
+                Some((w, at_open)) if *w > 0.0 => {
+                    scaled(program_deltas(at_open, n), sample.interval_s / w)
+                }
+                _ => program_deltas(p, n),
+            })),
+            _ => None,
+        };
+        sample.bpf_window_s = window.map(|(w, _)| w);
         self.prev = now;
         Ok(sample)
     }
+}
+
+/// A window's program runs as estimates for the whole interval (`k` = interval / window).
+fn scaled(runs: Vec<ProgramRuns>, k: f64) -> Vec<ProgramRuns> {
+    runs.into_iter()
+        .map(|p| ProgramRuns {
+            runs: (p.runs as f64 * k).round() as u64,
+            ns: (p.ns as f64 * k).round() as u64,
+            ..p
+        })
+        .collect()
 }
 
 /// One map's per-CPU values, or none without BPF (they then read as zero).

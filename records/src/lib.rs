@@ -16,8 +16,8 @@ pub mod steering;
 pub use live::LiveLine;
 pub use load::LoadResult;
 pub use names::{
-    FragsChoice, LoaderIo, LoaderPlace, Mode, ObserveLevel, Observer, ObserverChoice, Phase, Proto,
-    Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
+    BpfStatsChoice, FragsChoice, LoaderIo, LoaderPlace, Mode, ObserveLevel, Observer,
+    ObserverChoice, Phase, Proto, Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
 };
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};

@@ -187,6 +187,10 @@ pub struct Sample {
     /// where no BPF program was loaded (and in lines from before it was read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bpf: Option<crate::bpf_cost::BpfRuns>,
+    /// Seconds of the interval the statistics were on (`--bpf-stats sampled`): `bpf`'s runs
+    /// and run time are that window's, scaled to the whole interval. None: on throughout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bpf_window_s: Option<f64>,
 }
 
 impl Sample {

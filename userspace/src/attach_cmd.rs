@@ -108,6 +108,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     let sampler = Sampler::new(
         dp.as_mut().map(Dataplane::take_counters).transpose()?,
         &o.iface,
+        o.bpf_stats,
+        o.interval,
     )?;
     say_observed(
         &how,

@@ -89,7 +89,12 @@ pub fn run(args: &LabArgs) -> Result<()> {
         .join()
         .expect("attach thread")?;
     // The baseline before the load starts and the line says so.
-    let sampler = rxsteer_dataplane::sampler::Sampler::new(Some(counters), &lab.veth.server_dev)?;
+    let sampler = rxsteer_dataplane::sampler::Sampler::new(
+        Some(counters),
+        &lab.veth.server_dev,
+        rxsteer_records::BpfStatsChoice::Sampled,
+        args.interval,
+    )?;
     eprintln!(
         "rxsteer lab: observing {} (receive tracepoints, no XDP), NAPI thread {} pinned to CPU {}; load: \
          {} connections of 64-byte TCP request/response for {:?} (a built-in echo load; \

@@ -23,7 +23,7 @@ use rxsteer_dataplane::{
     sampler::Sampler, Dataplane, FragsChoice, ObserveLevel, ObserverChoice, PortConfig, TcChoice,
     XdpModeChoice, RX_ACCOUNT,
 };
-use rxsteer_records::{Observer, Sample, TcAttached, XdpMode};
+use rxsteer_records::{BpfStatsChoice, Observer, Sample, TcAttached, XdpMode};
 
 #[derive(clap::Args, Debug)]
 pub struct TopArgs {
@@ -63,6 +63,11 @@ pub struct TopArgs {
     /// for a production box. Each program's cost is shown while it runs.
     #[arg(long, value_enum, default_value = "default")]
     pub observe: ObserveLevel,
+    /// The kernel's BPF run-time statistics, from which each program's cost is read: sampled
+    /// holds them on for the last tenth of each interval (each program run costs two more
+    /// clock reads while they are on), always for the whole run (every run counted).
+    #[arg(long, value_enum, default_value = "sampled")]
+    pub bpf_stats: BpfStatsChoice,
     /// TCP ports counted as HTTP (e.g. 8080,8081 or 8000-8010).
     #[arg(long, default_value = "8080", value_parser = port_list)]
     pub http_ports: PortList,
@@ -226,7 +231,8 @@ pub fn observe_only(
     ports: &PortConfig,
 ) -> Result<(Option<Dataplane>, Observed, Sampler)> {
     if args.observer == ObserverChoice::Off {
-        return Ok((None, Observed::no_bpf(), Sampler::new(None, &args.iface)?));
+        let sampler = Sampler::new(None, &args.iface, args.bpf_stats, args.interval)?;
+        return Ok((None, Observed::no_bpf(), sampler));
     }
     let mut dp = Dataplane::load(ports)?;
     dp.attach_tracepoints()?;
@@ -240,7 +246,12 @@ pub fn observe_only(
         tc: dp.attach_tc(&args.iface, args.tc, args.observe)?,
         level: args.observe,
     };
-    let sampler = Sampler::new(Some(dp.take_counters()?), &args.iface)?;
+    let sampler = Sampler::new(
+        Some(dp.take_counters()?),
+        &args.iface,
+        args.bpf_stats,
+        args.interval,
+    )?;
     Ok((Some(dp), how, sampler))
 }
 
@@ -311,9 +322,16 @@ fn spawn_sampler(
         let mut next = Instant::now() + interval;
         while !stop.load(Ordering::SeqCst) {
             // Short sleeps so Ctrl-C is seen quickly; deadlines keep intervals from drifting.
+            // The statistics' window (sampled) opens its length before each sample.
             let now = Instant::now();
+            let window = sampler.stats_window().unwrap_or_default();
+            let opens = next.checked_sub(window).unwrap_or(next);
+            if now >= opens {
+                sampler.open_stats_window()?;
+            }
             if now < next {
-                thread::sleep((next - now).min(Duration::from_millis(50)));
+                let wake = if now < opens { opens } else { next };
+                thread::sleep((wake - now).min(Duration::from_millis(50)));
                 continue;
             }
             next += interval;

@@ -60,6 +60,9 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
             "6",
             "--interval",
             "400ms",
+            // Every run counted: the burst is shorter than an interval.
+            "--bpf-stats",
+            "always",
         ],
     );
     // 2.4 s of samples for a burst that takes well under one: room for a starved sender
@@ -164,7 +167,14 @@ fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
             .server
             .command(RXSTEER)
             .args(["top", "--iface", &lab.server_dev, "--json", "--count", "3"])
-            .args(["--interval", "300ms", "--observe", level])
+            .args([
+                "--interval",
+                "300ms",
+                "--observe",
+                level,
+                "--bpf-stats",
+                "always",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -206,6 +216,55 @@ fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
         err.contains("invalid value 'everything' for '--observe")
             && err.contains("[possible values: default, minimal, full]"),
         "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: attaches XDP and tc programs in a veth lab"]
+fn by_default_the_statistics_are_on_for_a_tenth_of_each_interval_and_scaled() {
+    let lab = lab('w');
+    let sender = *online_cpus().last().unwrap();
+    let mut top = start_top(
+        &lab.server,
+        &[
+            "--iface",
+            &lab.server_dev,
+            "--json",
+            "--count",
+            "4",
+            "--interval",
+            "500ms",
+        ],
+    );
+    // A steady trickle across every window: 40 datagrams every 10 ms for 2.2 s.
+    for _ in 0..220 {
+        udp_burst(&lab.client, sender, lab.server_ip, 5000, 40);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(wait_with_timeout(&mut top, Duration::from_secs(15)).success());
+    let lines: Vec<Value> = BufReader::new(top.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    for l in &lines {
+        let w = l["bpf_window_s"].as_f64().unwrap_or_else(|| panic!("{l}"));
+        assert!((0.03..0.15).contains(&w), "a tenth of 500 ms: {w}");
+    }
+    // The window's runs are scaled to the interval: about the datagrams tc ingress counted
+    // in the same intervals (each run is one datagram), within what a 50 ms window of a
+    // trickle in 10 ms steps can say.
+    let runs = program_runs(&lines[1..]);
+    let counted: u64 = lines[1..]
+        .iter()
+        .flat_map(|l| l["cpus"].as_array().unwrap().iter())
+        .map(|c| c["stack_packets"].as_u64().unwrap())
+        .sum();
+    let (n, _) = runs.get("tc_ingress").copied().unwrap_or_default();
+    assert!(counted > 1000, "{counted}");
+    assert!(
+        n as f64 > counted as f64 * 0.3 && (n as f64) < counted as f64 * 3.0,
+        "tc_ingress scaled runs {n} against {counted} counted: {runs:?}"
     );
 }
 

@@ -109,7 +109,7 @@ echo "$VM_TARGET_CPU" >/proc/irq/$rxirq/smp_affinity_list 2>/tmp/irq.err
 say data rx-irq "$rxirq $(awk -v i="$rxirq:" '$1 == i { print $NF }' /proc/interrupts) pinned=$(cat /proc/irq/$rxirq/smp_affinity_list 2>/dev/null) $(oneline </tmp/irq.err)"
 irq0=$(irq_counts)
 rx0=$(cat /sys/class/net/$SRV/statistics/rx_packets)
-under top rxsteer top --iface "$SRV"
+under top rxsteer top --iface "$SRV" --bpf-stats always
 rx1=$(cat /sys/class/net/$SRV/statistics/rx_packets)
 irq1=$(irq_counts)
 say data rx-packets $((rx1 - rx0))
