@@ -69,6 +69,10 @@ pub struct BpfCost {
     pub ns_per_packet: Option<f64>,
     /// All programs' run time as a share of one CPU (0.01 = 1 %).
     pub cpu_share: f64,
+    /// The share of the window the statistics were on (`--bpf-stats sampled`: about 0.1),
+    /// the figures above being scaled from it. Absent: on throughout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats_on: Option<f64>,
 }
 
 /// run.json `runs[].bpf`: the cost, or why it is unknown.
@@ -95,6 +99,7 @@ impl BpfCost {
                 .collect(),
             ns_per_packet: (packets > 0).then(|| round(ns as f64 / packets as f64, 1)),
             cpu_share: round(ns as f64 / (seconds * 1e9), 5),
+            stats_on: None,
         }
     }
 

@@ -3,13 +3,13 @@
 //! the no-BPF arm's in the same repetition, per protocol, scenario and server engine, the CPU
 //! each spent per request, read from /proc/stat for every arm alike, and what the kernel's
 //! statistics say the programs cost.
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use rxsteer_records::{
     bpf_cost::{BpfCost, BpfCostOf},
     run::{median, range, ArmName, Variant, NO_BPF_ARM},
     Observer, Proto, Row, RunDoc, Scenario, ServerIo, XdpMode,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::{fmt::Write as _, path::Path};
 
 /// The measured (not unavailable) program costs of an arm's loads of `p`.
@@ -151,6 +151,10 @@ pub struct ArmCost {
     /// Median: the same without the tc witnesses, what `--observe minimal` leaves running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal_server_share: Option<f64>,
+    /// Per repetition, where the statistics' own cost was measured in the same bench run:
+    /// what observing cost as it ran ([`as_run_share`]), the figure the target is judged by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub as_run_shares: Vec<f64>,
     pub noisy: bool,
 }
 
@@ -174,6 +178,9 @@ pub struct ObserverBench {
     pub loads: Vec<LoadCost>,
     /// Per load: the default observer against the target, met or by how much not.
     pub verdicts: Vec<String>,
+    /// The statistics' own cost, measured in the same bench run (None: not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsCost>,
 }
 
 /// us of `per_s` (ms per second, summed over CPUs) per request at `rps`.
@@ -191,6 +198,77 @@ fn receive_us(r: &Row) -> Option<f64> {
         return None;
     }
     per_request(r.receive_ms_per_s.iter().sum(), r.req_per_s)
+}
+
+/// What the kernel's BPF run-time statistics themselves cost, from `cargo xtask bench stats`
+/// in the same bench run (its raw.json): what they count per run of the empty program (the
+/// floor under every program's figure) and what turning them on adds to each run.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct StatsCost {
+    pub counted_ns: f64,
+    pub added_ns: f64,
+}
+
+/// The stats bench's raw.json, as far as it is read here.
+#[derive(Deserialize)]
+struct StatsBenchDoc {
+    summary: Vec<StatsBenchRow>,
+}
+
+#[derive(Deserialize)]
+struct StatsBenchRow {
+    program: String,
+    added_ns_median: f64,
+    counted_ns_per_run: f64,
+}
+
+impl StatsCost {
+    /// From the stats bench's raw.json: the empty program's figures.
+    pub fn read(raw_json: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(raw_json)
+            .with_context(|| format!("reading {}", raw_json.display()))?;
+        let doc: StatsBenchDoc = serde_json::from_str(&text)
+            .with_context(|| format!("parsing {}", raw_json.display()))?;
+        let empty = doc
+            .summary
+            .iter()
+            .find(|r| r.program == "xdp_pass")
+            .with_context(|| format!("{}: no xdp_pass row", raw_json.display()))?;
+        Ok(Self {
+            counted_ns: empty.counted_ns_per_run,
+            added_ns: empty.added_ns_median,
+        })
+    }
+}
+
+/// What observing cost one load as it ran, over the server side's CPU time: each program's
+/// run time net of the statistics' floor (`counted_ns` a run, which also holds the empty
+/// program's own few ns), plus what the statistics added to every run while they were on
+/// (`added_ns` a run, for the share of the window they were on: a tenth when sampled, all of
+/// it for runs from before sampling). The hooks' dispatch and caches are still not in it.
+pub fn as_run_share(r: &Row, stats: StatsCost) -> Option<f64> {
+    let Some(BpfCostOf::Measured(c)) = r.bpf.as_ref() else {
+        return None;
+    };
+    let on = c.stats_on.unwrap_or(1.0);
+    let ns: f64 = c
+        .programs
+        .iter()
+        .map(|p| p.runs_per_s * ((p.ns_per_run - stats.counted_ns).max(0.0) + on * stats.added_ns))
+        .sum();
+    let server_ms = server_ms_per_s(r)?;
+    Some(ns / (server_ms * 1e6))
+}
+
+/// Every CPU's busy time less the load generator's, ms per second.
+fn server_ms_per_s(r: &Row) -> Option<f64> {
+    let ms: f64 = r
+        .time_ms_per_s
+        .as_ref()?
+        .iter()
+        .map(|t| t.busy() - t.loader)
+        .sum();
+    (ms > 0.0).then_some(ms)
 }
 
 /// The tc witnesses, which `--observe minimal` does not attach.
@@ -214,13 +292,7 @@ pub fn server_share(r: &Row, leave_out: &[&str]) -> Option<f64> {
         .filter(|p| !leave_out.contains(&p.name.as_str()))
         .map(|p| p.runs_per_s * p.ns_per_run)
         .sum();
-    let server_ms: f64 = r
-        .time_ms_per_s
-        .as_ref()?
-        .iter()
-        .map(|t| t.busy() - t.loader)
-        .sum();
-    (server_ms > 0.0).then(|| programs_ns / (server_ms * 1e6))
+    Some(programs_ns / (server_ms_per_s(r)? * 1e6))
 }
 
 fn median_of(rows: &[&Row], f: fn(&Row) -> Option<f64>) -> Option<f64> {
@@ -229,7 +301,12 @@ fn median_of(rows: &[&Row], f: fn(&Row) -> Option<f64>) -> Option<f64> {
 }
 
 /// One stored comparison's arms against its no-BPF arm, over `proto`.
-pub fn load_cost(doc: &RunDoc, run: &str, proto: Proto) -> Result<LoadCost> {
+pub fn load_cost(
+    doc: &RunDoc,
+    run: &str,
+    proto: Proto,
+    stats: Option<StatsCost>,
+) -> Result<LoadCost> {
     let base = doc.of(NO_BPF_ARM, proto);
     if base.is_empty() {
         bail!(
@@ -262,6 +339,9 @@ pub fn load_cost(doc: &RunDoc, run: &str, proto: Proto) -> Result<LoadCost> {
             bpf_cpu_share: median_cost(doc, *a, proto, |c| Some(c.cpu_share)),
             server_shares: mine.iter().filter_map(|r| server_share(r, &[])).collect(),
             minimal_server_share: median_of(&mine, |r| server_share(r, &TC_PROGRAMS)),
+            as_run_shares: stats.map_or(vec![], |s| {
+                mine.iter().filter_map(|r| as_run_share(r, s)).collect()
+            }),
             noisy: rps.len() > 1 && hi > NOISY * lo,
         });
     }
@@ -281,16 +361,21 @@ pub fn load_cost(doc: &RunDoc, run: &str, proto: Proto) -> Result<LoadCost> {
 
 /// The bench over its stored comparisons (`dirs`, each with a run.json): one load per
 /// comparison and protocol it drove.
-pub fn summarize(dirs: &[&Path]) -> Result<ObserverBench> {
+/// `stats`: the statistics' own cost, where the bench measured it in the same run.
+pub fn summarize(dirs: &[&Path], stats: Option<StatsCost>) -> Result<ObserverBench> {
     let mut loads = Vec::new();
     for d in dirs {
         let doc = crate::read(d)?;
         for p in doc.dims().1 {
-            loads.push(load_cost(&doc, &d.display().to_string(), p)?);
+            loads.push(load_cost(&doc, &d.display().to_string(), p, stats)?);
         }
     }
-    let verdicts = loads.iter().filter_map(verdict).collect();
-    Ok(ObserverBench { loads, verdicts })
+    let verdicts = loads.iter().filter_map(|l| verdict(l, stats)).collect();
+    Ok(ObserverBench {
+        loads,
+        verdicts,
+        stats,
+    })
 }
 
 /// "upload over ZAP, uring server": which load a line speaks of.
@@ -306,14 +391,14 @@ fn load_name(l: &LoadCost) -> String {
 /// The default observer (the receive tracepoints) against the target on one load: judged by
 /// the programs' share of the server side's CPU ([`server_share`]), with the req/s ratio
 /// beside it.
-fn verdict(l: &LoadCost) -> Option<String> {
+fn verdict(l: &LoadCost, stats: Option<StatsCost>) -> Option<String> {
     let a = l
         .arms
         .iter()
         .find(|a| a.observer == Some(Observer::Tracepoint))?;
     let target = target(l.scenario);
     let by_ratio = ratio_verdict(a, target);
-    Some(match kernel_verdict(a, target) {
+    Some(match kernel_verdict(a, target, stats) {
         Some(kernel) => format!(
             "{}: {kernel}; by req/s the observer cost {by_ratio}",
             load_name(l)
@@ -323,15 +408,12 @@ fn verdict(l: &LoadCost) -> Option<String> {
     })
 }
 
-/// By the kernel's statistics: met when every repetition is within the target, NOT met when
-/// the median is over it, else met at the median with how many repetitions were over.
-fn kernel_verdict(a: &ArmCost, target: f64) -> Option<String> {
-    if a.server_shares.is_empty() {
-        return None;
-    }
-    let (lo, hi) = range(&a.server_shares);
-    let med = median(&a.server_shares);
-    let over = a.server_shares.iter().filter(|s| **s > target).count();
+/// Met when every repetition is within the target, NOT met when the median is over it, else
+/// met at the median with how many repetitions were over; with the median and range.
+fn judge(shares: &[f64], target: f64) -> String {
+    let (lo, hi) = range(shares);
+    let med = median(shares);
+    let over = shares.iter().filter(|s| **s > target).count();
     let judged = if over == 0 {
         "met".to_string()
     } else if med > target {
@@ -339,22 +421,43 @@ fn kernel_verdict(a: &ArmCost, target: f64) -> Option<String> {
     } else {
         format!(
             "met at the median; {over} of {} repetitions over",
-            a.server_shares.len()
+            shares.len()
         )
     };
+    format!(
+        "{:.2} % ({:.2}-{:.2}) of the server side's CPU, target at most {:.0} %: {judged}",
+        med * 100.0,
+        lo * 100.0,
+        hi * 100.0,
+        target * 100.0
+    )
+}
+
+/// By the kernel's statistics: as observing ran (net of the statistics' own cost, where the
+/// bench measured it), else as the statistics count it; the other figures beside.
+fn kernel_verdict(a: &ArmCost, target: f64, stats: Option<StatsCost>) -> Option<String> {
+    if a.server_shares.is_empty() {
+        return None;
+    }
     let minimal = a.minimal_server_share.map_or(String::new(), |m| {
         format!(
             " (without the tc witnesses, as --observe minimal runs: {:.2} %)",
             m * 100.0
         )
     });
-    Some(format!(
-        "the programs took {:.2} % ({:.2}-{:.2}) of the server side's CPU{minimal}, target at most {:.0} %: {judged}",
-        med * 100.0,
-        lo * 100.0,
-        hi * 100.0,
-        target * 100.0
-    ))
+    Some(match stats {
+        Some(st) if !a.as_run_shares.is_empty() => format!(
+            "as it ran, observing took {} (the programs net of the statistics' {:.1} ns floor per run, plus the {:.0} ns the statistics add to each run while on); as the statistics count it, {:.2} %{minimal}",
+            judge(&a.as_run_shares, target),
+            st.counted_ns,
+            st.added_ns,
+            median(&a.server_shares) * 100.0
+        ),
+        _ => format!(
+            "the programs took {}{minimal}",
+            judge(&a.server_shares, target)
+        ),
+    })
 }
 
 /// By req/s over the no-BPF arm's, repetition by repetition: met only if even the worst
@@ -385,6 +488,9 @@ fn ratio_verdict(a: &ArmCost, target: f64) -> String {
 pub fn render(b: &ObserverBench) -> Result<String> {
     let mut o = String::new();
     writeln!(o, "observer cost: untuned observed, req/s over untuned with no BPF in the same repetition; the programs' own cost from the kernel's statistics")?;
+    if let Some(st) = b.stats {
+        writeln!(o, "the statistics themselves (cargo xtask bench stats, this run): {:.1} ns counted per run of the empty program, {:.0} ns added to each run while on", st.counted_ns, st.added_ns)?;
+    }
     for l in &b.loads {
         writeln!(
             o,
@@ -415,13 +521,17 @@ pub fn render(b: &ObserverBench) -> Result<String> {
                     (None, Some(c)) => format!("{:.2} % of one CPU", c * 100.0),
                     _ => "-".into(),
                 },
-                if a.server_shares.is_empty() {
-                    String::new()
-                } else {
-                    format!(
+                match (a.server_shares.is_empty(), a.as_run_shares.is_empty()) {
+                    (true, _) => String::new(),
+                    (false, true) => format!(
                         ", {:.2} % of the server side's CPU",
                         median(&a.server_shares) * 100.0
-                    )
+                    ),
+                    (false, false) => format!(
+                        ", {:.2} % of the server side's CPU as counted, {:.2} % as it ran",
+                        median(&a.server_shares) * 100.0,
+                        median(&a.as_run_shares) * 100.0
+                    ),
                 },
                 if a.noisy { "  NOISY" } else { "" }
             )?;
@@ -494,7 +604,7 @@ mod tests {
             runs,
             ..Default::default()
         };
-        let l = load_cost(&doc, "results/x", Proto::Http).unwrap();
+        let l = load_cost(&doc, "results/x", Proto::Http, None).unwrap();
         let tp = &l.arms[0];
         assert_eq!(tp.arm.to_string(), "none");
         assert!((tp.median - 0.99).abs() < 1e-9 && !tp.noisy, "{tp:?}");
@@ -507,8 +617,9 @@ mod tests {
         assert!((skb.median - 0.45).abs() < 1e-9);
         assert!(skb.noisy, "300-500 req/s is a 1.67x spread");
         let b = ObserverBench {
-            verdicts: vec![verdict(&l).unwrap()],
+            verdicts: vec![verdict(&l, None).unwrap()],
             loads: vec![l],
+            stats: None,
         };
         assert_eq!(
             b.verdicts[0],
@@ -520,12 +631,14 @@ mod tests {
         wide.arms[0].high = 1.2;
         wide.arms[0].bpf_cpu_share = Some(0.0197);
         assert_eq!(
-            verdict(&wide).unwrap(),
+            verdict(&wide, None).unwrap(),
             "upload over HTTP/1.1, epoll server: the default observer cost 1.0 % (median), target at most 3 %: not decided: the repetitions spread 0.90x-1.20x, wider than the target; the programs ran 1.97 % of one CPU"
         );
         wide.arms[0].high = 0.95;
         wide.arms[0].median = 0.93;
-        assert!(verdict(&wide).unwrap().contains("NOT met, by 4.0 points"));
+        assert!(verdict(&wide, None)
+            .unwrap()
+            .contains("NOT met, by 4.0 points"));
         let line = cost_line(&b, "results/x");
         assert!(
             line.starts_with(
@@ -535,7 +648,7 @@ mod tests {
         );
         assert!(render(&b).unwrap().contains("NOISY"));
         let none = RunDoc::default();
-        assert!(load_cost(&none, "r", Proto::Http).is_err());
+        assert!(load_cost(&none, "r", Proto::Http, None).is_err());
     }
 
     /// A load whose programs ran `ns_per_s` in total (half tc ingress, half the receive
@@ -559,6 +672,7 @@ mod tests {
                 programs: vec![program("tc_ingress"), program("rx_driver_poll")],
                 ns_per_packet: None,
                 cpu_share: ns_per_s / 1e9,
+                stats_on: Some(0.1),
             })),
             time_ms_per_s: Some(vec![cpu, cpu]),
             ..row(rep, "none", Observer::Tracepoint, 1000.0)
@@ -585,15 +699,43 @@ mod tests {
                 runs,
                 ..Default::default()
             };
-            verdict(&load_cost(&doc, "r", Proto::Http).unwrap()).unwrap()
+            verdict(&load_cost(&doc, "r", Proto::Http, None).unwrap(), None).unwrap()
         };
         assert_eq!(
             load([0.004, 0.006, 0.008]),
-            "health over HTTP/1.1, epoll server: the programs took 0.60 % (0.40-0.80) of the server side's CPU (without the tc witnesses, as --observe minimal runs: 0.30 %), target at most 1 %: met; by req/s the observer cost 0.0 % (median), target at most 1 %: met; the programs ran 0.48 % of one CPU"
+            "health over HTTP/1.1, epoll server: the programs took 0.60 % (0.40-0.80) of the server side's CPU, target at most 1 %: met (without the tc witnesses, as --observe minimal runs: 0.30 %); by req/s the observer cost 0.0 % (median), target at most 1 %: met; the programs ran 0.48 % of one CPU"
         );
+        assert!(load([0.004, 0.006, 0.012])
+            .contains(": met at the median; 1 of 3 repetitions over (without"));
+        assert!(load([0.004, 0.012, 0.013]).contains(": NOT met, by 0.20 points (without"));
+    }
+
+    #[test]
+    fn as_it_ran_is_net_of_the_statistics_floor_plus_their_cost_while_on() {
+        // Two programs, 100 000 runs a second each at 100 ns as counted; the statistics
+        // count 50 ns for nothing and add 80 ns a run, on a tenth of the time.
+        let r = observed(0, 20e6);
+        let stats = StatsCost {
+            counted_ns: 50.0,
+            added_ns: 80.0,
+        };
+        let share = as_run_share(&r, stats).unwrap();
         assert!(
-            load([0.004, 0.006, 0.012]).contains(": met at the median; 1 of 3 repetitions over;")
+            (share - 2.0 * 100_000.0 * (50.0 + 8.0) / 800e6).abs() < 1e-12,
+            "{share}"
         );
-        assert!(load([0.004, 0.012, 0.013]).contains(": NOT met, by 0.20 points;"));
+        let mut runs = vec![row(0, "none-nobpf", Observer::Off, 1000.0), r];
+        runs[1].rep = 0;
+        let doc = RunDoc {
+            scenario: Scenario::Health,
+            runs,
+            ..Default::default()
+        };
+        let l = load_cost(&doc, "r", Proto::Http, Some(stats)).unwrap();
+        let v = verdict(&l, Some(stats)).unwrap();
+        assert!(
+            v.starts_with("health over HTTP/1.1, epoll server: as it ran, observing took 1.45 % (1.45-1.45) of the server side's CPU, target at most 1 %: NOT met, by 0.45 points (the programs net of the statistics' 50.0 ns floor per run, plus the 80 ns the statistics add to each run while on); as the statistics count it, 2.50 %"),
+            "{v}"
+        );
     }
 }

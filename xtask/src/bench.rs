@@ -99,8 +99,9 @@ pub const ALLOCS: Bench = Bench {
     env: &[],
 };
 
-/// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder.
-pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
+/// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder,
+/// returned.
+pub fn run(paths: &Paths, b: &Bench) -> Result<std::path::PathBuf> {
     let dir = run_dir(paths, b.name)?;
     let mut c = cmd::cargo(None);
     if b.is_test {
@@ -155,7 +156,7 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<()> {
     if let Some(f) = failed {
         anyhow::bail!("{f} (its output is kept, marked, in {})", dir.display());
     }
-    Ok(())
+    Ok(dir)
 }
 /// Good traffic under a hostile barrage, longer than the test's 3 s.
 pub const BARRAGE: Bench = Bench {
@@ -202,7 +203,7 @@ pub fn observer(paths: &Paths) -> Result<()> {
         .map(String::from)
         .to_vec(),
     });
-    let (dir, bench) = observer_loads(paths, "observer-cost", &loads)?;
+    let (dir, bench) = observer_loads(paths, "observer-cost", &loads, None)?;
     let rel = dir
         .strip_prefix(&paths.root)
         .unwrap_or(&dir)
@@ -244,7 +245,11 @@ pub fn observer_matrix(paths: &Paths) -> Result<()> {
             });
         }
     }
-    observer_loads(paths, "observer-matrix", &loads).map(|_| ())
+    // What the statistics themselves cost, measured first in this same run: the verdicts
+    // count observing as it ran, net of the statistics' floor plus their cost while on.
+    let stats_dir = run(paths, &STATS)?;
+    let stats = rxsteer_report::observer::StatsCost::read(&stats_dir.join("raw.json"))?;
+    observer_loads(paths, "observer-matrix", &loads, Some(stats)).map(|_| ())
 }
 
 /// Runs each comparison (untuned only, closed loop, 7 repetitions of 4 s), then stores the
@@ -254,6 +259,7 @@ fn observer_loads(
     paths: &Paths,
     name: &str,
     loads: &[ObserverLoad],
+    stats: Option<rxsteer_report::observer::StatsCost>,
 ) -> Result<(std::path::PathBuf, rxsteer_report::observer::ObserverBench)> {
     let dir = run_dir(paths, name)?;
     let rxsteer = paths.root.join("target/release/rxsteer");
@@ -291,7 +297,7 @@ fn observer_loads(
         runs.push(out);
     }
     let dirs: Vec<&std::path::Path> = runs.iter().map(|p| p.as_path()).collect();
-    let bench = rxsteer_report::observer::summarize(&dirs)?;
+    let bench = rxsteer_report::observer::summarize(&dirs, stats)?;
     let text = rxsteer_report::observer::render(&bench)?;
     print!("{text}");
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();

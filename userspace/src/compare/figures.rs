@@ -149,11 +149,18 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
     // What our programs cost in the measured window, per packet the interface received.
     let measured = || tagged.iter().filter(|t| t.phase == Phase::Measure);
     let packets: u64 = measured().map(|t| t.line.sample.received_packets()).sum();
-    let bpf = BpfCostOf::of(
+    let mut bpf = BpfCostOf::of(
         measured().filter_map(|t| t.line.sample.bpf.as_ref()),
         f.seconds,
         packets,
     );
+    // Sampled statistics: how much of the window they were on (their own cost scales by it).
+    let windows: Option<f64> = measured()
+        .map(|t| t.line.sample.bpf_window_s)
+        .sum::<Option<f64>>();
+    if let (Some(BpfCostOf::Measured(c)), Some(on)) = (bpf.as_mut(), windows) {
+        c.stats_on = Some((on / f.seconds.max(1e-9)).min(1.0));
+    }
     // The witnesses' counts are kept however tc was attached (TCX, or our clsact qdisc).
     let tc_ran = matches!(tc, Some(TcAttached::Tcx | TcAttached::Clsact));
     let observe = first.and_then(|l| l.observe);
