@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use aya::programs::{TestRun, TestRunOptions};
 use rxsteer_common::frames::{Ip, Spec};
 use rxsteer_dataplane::{Dataplane, PortConfig, RX_ACCOUNT, XDP_PASS};
+use rxsteer_records::run::median;
 use serde_json::json;
 
 const REPEAT: u32 = 1_000_000;
@@ -35,11 +36,6 @@ fn test_run(dp: &mut Dataplane, prog: &str, frame: &[u8]) -> Result<(f64, u64, u
         after.run_count() - before.run_count(),
         (after.run_time() - before.run_time()).as_nanos() as u64,
     ))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<()> {
@@ -87,12 +83,7 @@ fn main() -> Result<()> {
         let (lo, hi) = added
             .iter()
             .fold((f64::MAX, f64::MIN), |(l, h), &a| (l.min(a), h.max(a)));
-        let (off, on, add, count) = (
-            median(&mut off),
-            median(&mut on),
-            median(&mut added),
-            median(&mut counted),
-        );
+        let (off, on, add, count) = (median(&off), median(&on), median(&added), median(&counted));
         println!(
             "{prog:<12} {off:>8.1} {on:>8.1} {:>20} {count:>9.1}",
             format!("{add:.1} ({lo:.1} to {hi:.1})")

@@ -535,6 +535,9 @@ fn one_mode_one_protocol_and_bad_flags_named() {
     }
 }
 
+/// One closed-loop load of 1 s after 500 ms of warm-up, one repetition, 4 connections.
+const ONE_SHORT_LOAD: [&str; 8] = ["-d", "1s", "--warmup", "500ms", "--reps", "1", "-c", "4"];
+
 #[test]
 #[ignore = "needs root: builds the veth lab and steers it"]
 fn drv_and_skb_mode_side_by_side_on_an_upload() {
@@ -543,22 +546,18 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-compare2-{}", std::process::id()));
     let (run, _, _) = compare(
         &[
-            "--closed",
-            "--xdp-mode",
-            "both",
-            "--scenario",
-            "upload",
-            "--proto",
-            "http",
-            "-d",
-            "1s",
-            "--warmup",
-            "500ms",
-            "--reps",
-            "1",
-            "-c",
-            "4",
-        ],
+            &[
+                "--closed",
+                "--xdp-mode",
+                "both",
+                "--scenario",
+                "upload",
+                "--proto",
+                "http",
+            ][..],
+            &ONE_SHORT_LOAD,
+        ]
+        .concat(),
         &out_dir,
     );
     let rows = run["runs"].as_array().unwrap();
@@ -753,24 +752,20 @@ fn the_tc_witnesses_on_a_clsact_qdisc_keep_their_per_cpu_counts() {
     let out_dir = std::env::temp_dir().join(format!("rxsteer-clsact-{}", std::process::id()));
     let (run, _, _) = compare(
         &[
-            "--closed",
-            "--steer",
-            "rps",
-            "--proto",
-            "http",
-            "--tc",
-            "clsact",
-            "--observe",
-            "full",
-            "-d",
-            "1s",
-            "--warmup",
-            "500ms",
-            "--reps",
-            "1",
-            "-c",
-            "4",
-        ],
+            &[
+                "--closed",
+                "--steer",
+                "rps",
+                "--proto",
+                "http",
+                "--tc",
+                "clsact",
+                "--observe",
+                "full",
+            ][..],
+            &ONE_SHORT_LOAD,
+        ]
+        .concat(),
         &out_dir,
     );
     let rows = run["runs"].as_array().unwrap();

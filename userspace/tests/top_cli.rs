@@ -13,8 +13,29 @@ use std::{
 
 const RXSTEER: &str = env!("CARGO_BIN_EXE_rxsteer");
 
+/// top's flags for `count` JSON lines of `interval` each on `dev`.
+fn json_lines<'a>(dev: &'a str, count: &'a str, interval: &'a str) -> [&'a str; 7] {
+    [
+        "--iface",
+        dev,
+        "--json",
+        "--count",
+        count,
+        "--interval",
+        interval,
+    ]
+}
+
 /// Starts top in `ns` and waits for its "observing" line on stderr.
 fn start_top(ns: &rxsteer::netns::Netns, args: &[&str]) -> Child {
+    spawn_top(ns, args).0
+}
+
+/// [`start_top`], keeping the rest of its stderr and the first line.
+fn spawn_top(
+    ns: &rxsteer::netns::Netns,
+    args: &[&str],
+) -> (Child, BufReader<std::process::ChildStderr>, String) {
     let mut child = ns
         .command(RXSTEER)
         .arg("top")
@@ -27,7 +48,7 @@ fn start_top(ns: &rxsteer::netns::Netns, args: &[&str]) -> Child {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(line.contains("observing"), "top did not start: {line}");
-    child
+    (child, err, line)
 }
 
 fn wait_with_timeout(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
@@ -50,20 +71,14 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
     let lab = lab('j');
     let cpus = online_cpus();
     let sender = *cpus.last().unwrap();
+    // Every run counted: the burst is shorter than an interval.
     let mut top = start_top(
         &lab.server,
         &[
-            "--iface",
-            &lab.server_dev,
-            "--json",
-            "--count",
-            "6",
-            "--interval",
-            "400ms",
-            // Every run counted: the burst is shorter than an interval.
-            "--bpf-stats",
-            "always",
-        ],
+            &json_lines(&lab.server_dev, "6", "400ms")[..],
+            &["--bpf-stats", "always"],
+        ]
+        .concat(),
     );
     // 2.4 s of samples for a burst that takes well under one: room for a starved sender
     // when the other tests load the machine (a burst still running at the last sample was
@@ -163,26 +178,22 @@ fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
         ("default", true, false, Some("where replies left")),
         ("full", true, true, None),
     ] {
-        let mut top = lab
-            .server
-            .command(RXSTEER)
-            .args(["top", "--iface", &lab.server_dev, "--json", "--count", "3"])
-            .args([
+        let (mut top, mut err, mut said) = spawn_top(
+            &lab.server,
+            &[
+                "--iface",
+                &lab.server_dev,
+                "--json",
+                "--count",
+                "3",
                 "--interval",
                 "300ms",
                 "--observe",
                 level,
                 "--bpf-stats",
                 "always",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(top.stderr.take().unwrap());
-        let mut said = String::new();
-        err.read_line(&mut said).unwrap();
-        assert!(said.contains("observing"), "{level}: {said}");
+            ],
+        );
         udp_burst(&lab.client, sender, lab.server_ip, 5000, 500);
         let status = wait_with_timeout(&mut top, Duration::from_secs(15));
         assert!(status.success(), "{level}: {status}");
@@ -224,18 +235,7 @@ fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
 fn by_default_the_statistics_are_on_for_a_tenth_of_each_interval_and_scaled() {
     let lab = lab('w');
     let sender = *online_cpus().last().unwrap();
-    let mut top = start_top(
-        &lab.server,
-        &[
-            "--iface",
-            &lab.server_dev,
-            "--json",
-            "--count",
-            "4",
-            "--interval",
-            "500ms",
-        ],
-    );
+    let mut top = start_top(&lab.server, &json_lines(&lab.server_dev, "4", "500ms"));
     // A steady trickle across every window: 40 datagrams every 10 ms for 2.2 s.
     for _ in 0..220 {
         udp_burst(&lab.client, sender, lab.server_ip, 5000, 40);
