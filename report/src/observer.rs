@@ -148,7 +148,8 @@ pub struct ArmCost {
     /// [`server_share`]), the figure the target is judged by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_shares: Vec<f64>,
-    /// Median: the same without the tc witnesses, what `--observe minimal` leaves running.
+    /// Median: without the tc witnesses, what `--observe minimal` leaves running (as it ran
+    /// where the statistics' cost was measured, else as counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal_server_share: Option<f64>,
     /// Per repetition, where the statistics' own cost was measured in the same bench run:
@@ -246,7 +247,7 @@ impl StatsCost {
 /// program's own few ns), plus what the statistics added to every run while they were on
 /// (`added_ns` a run, for the share of the window they were on: a tenth when sampled, all of
 /// it for runs from before sampling). The hooks' dispatch and caches are still not in it.
-pub fn as_run_share(r: &Row, stats: StatsCost) -> Option<f64> {
+pub fn as_run_share(r: &Row, stats: StatsCost, leave_out: &[&str]) -> Option<f64> {
     let Some(BpfCostOf::Measured(c)) = r.bpf.as_ref() else {
         return None;
     };
@@ -254,6 +255,7 @@ pub fn as_run_share(r: &Row, stats: StatsCost) -> Option<f64> {
     let ns: f64 = c
         .programs
         .iter()
+        .filter(|p| !leave_out.contains(&p.name.as_str()))
         .map(|p| p.runs_per_s * ((p.ns_per_run - stats.counted_ns).max(0.0) + on * stats.added_ns))
         .sum();
     let server_ms = server_ms_per_s(r)?;
@@ -338,9 +340,21 @@ pub fn load_cost(
             bpf_ns_per_packet: median_cost(doc, *a, proto, |c| c.ns_per_packet),
             bpf_cpu_share: median_cost(doc, *a, proto, |c| Some(c.cpu_share)),
             server_shares: mine.iter().filter_map(|r| server_share(r, &[])).collect(),
-            minimal_server_share: median_of(&mine, |r| server_share(r, &TC_PROGRAMS)),
+            // As it ran where the statistics' cost is known, else as counted.
+            minimal_server_share: match stats {
+                Some(st) => {
+                    let v: Vec<f64> = mine
+                        .iter()
+                        .filter_map(|r| as_run_share(r, st, &TC_PROGRAMS))
+                        .collect();
+                    (!v.is_empty()).then(|| median(&v))
+                }
+                None => median_of(&mine, |r| server_share(r, &TC_PROGRAMS)),
+            },
             as_run_shares: stats.map_or(vec![], |s| {
-                mine.iter().filter_map(|r| as_run_share(r, s)).collect()
+                mine.iter()
+                    .filter_map(|r| as_run_share(r, s, &[]))
+                    .collect()
             }),
             noisy: rps.len() > 1 && hi > NOISY * lo,
         });
@@ -719,7 +733,9 @@ mod tests {
             counted_ns: 50.0,
             added_ns: 80.0,
         };
-        let share = as_run_share(&r, stats).unwrap();
+        let share = as_run_share(&r, stats, &[]).unwrap();
+        let minimal = as_run_share(&r, stats, &TC_PROGRAMS).unwrap();
+        assert!((minimal - share / 2.0).abs() < 1e-12, "{minimal}");
         assert!(
             (share - 2.0 * 100_000.0 * (50.0 + 8.0) / 800e6).abs() < 1e-12,
             "{share}"
