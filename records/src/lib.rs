@@ -16,12 +16,13 @@ pub mod steering;
 pub use live::LiveLine;
 pub use load::LoadResult;
 pub use names::{
-    BpfStatsChoice, FragsChoice, LoaderIo, LoaderPlace, Mode, ObserveLevel, Observer,
-    ObserverChoice, Phase, Proto, Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
+    BpfStatsChoice, FragsChoice, LoaderIo, LoaderPlace, ObserveLevel, Observer, ObserverChoice,
+    Phase, Proto, Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
 };
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};
-pub use steering::{CpuFlags, Steering, Tuning};
+// Steering modes are names too (`names!`), defined with what each does in `steering.rs`.
+pub use steering::{CpuFlags, Mode, Steering, Tuning};
 
 /// With fewer than 4 CPUs no CPU is free of the receive core, the server and the loader, so
 /// steering can only move receive work onto a CPU that also does one of those. Whether that

@@ -91,9 +91,6 @@ macro_rules! names {
 
 pub(crate) use names;
 
-/// Steering modes are names too, defined with what each does in `steering.rs`.
-pub use crate::steering::Mode;
-
 names! {
     /// The transport a load speaks.
     Proto, "protocol" {
@@ -350,24 +347,21 @@ mod tests {
 
     #[test]
     fn every_name_round_trips_through_its_string_and_serde() {
-        for m in Mode::ALL {
-            assert_eq!(m.as_str().parse::<Mode>(), Ok(*m));
-            let json = serde_json::to_string(m).unwrap();
-            assert_eq!(json, format!("\"{m}\""));
-            assert_eq!(serde_json::from_str::<Mode>(&json).unwrap(), *m);
-        }
         for s in Scenario::ALL {
             assert_eq!(s.as_str().parse::<Scenario>(), Ok(*s));
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json, format!("\"{s}\""));
+            assert_eq!(serde_json::from_str::<Scenario>(&json).unwrap(), *s);
         }
         assert_eq!("skb".parse::<XdpMode>(), Ok(XdpMode::Skb));
     }
 
     #[test]
     fn an_unknown_name_says_what_was_accepted() {
-        let e = "fast".parse::<Mode>().unwrap_err().to_string();
+        let e = "quic".parse::<Proto>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, cpumap"
+            "\"quic\" is not a valid protocol: expected one of http, zap"
         );
         assert!(serde_json::from_str::<Proto>("\"quic\"").is_err());
     }

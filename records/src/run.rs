@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use crate::{
     breakdown::{TimeSplit, Verdict},
-    names::{LoaderIo, Mode, Observer, Proto, Scenario, ServerIo, XdpMode},
+    names::{LoaderIo, Observer, Proto, Scenario, ServerIo, XdpMode},
     sample::TcAttached,
+    steering::Mode,
 };
 
 /// Which CPU does what in the lab.

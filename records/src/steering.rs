@@ -137,6 +137,23 @@ impl Mode {
 mod tests {
     use super::*;
 
+    /// Modes are names (`names!`): each round-trips, and an unknown one is refused with the
+    /// accepted list.
+    #[test]
+    fn every_mode_round_trips_and_an_unknown_one_says_what_was_accepted() {
+        for m in Mode::ALL {
+            assert_eq!(m.as_str().parse::<Mode>(), Ok(*m));
+            let json = serde_json::to_string(m).unwrap();
+            assert_eq!(json, format!("\"{m}\""));
+            assert_eq!(serde_json::from_str::<Mode>(&json).unwrap(), *m);
+        }
+        let e = "fast".parse::<Mode>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "\"fast\" is not a valid steering mode: expected one of none, rps, cpumap"
+        );
+    }
+
     #[test]
     fn every_mode_that_steers_with_xdp_takes_cpu_sets_and_turns_rps_off() {
         for m in Mode::ALL {

@@ -4,21 +4,10 @@
 use anyhow::{bail, Context, Result};
 use std::{
     io::{BufRead, BufReader},
-    path::Path,
     process::{Child, Command},
     sync::mpsc,
     time::{Duration, Instant},
 };
-
-/// A program run where the server side lives: in the lab's server namespace, or on this host.
-pub fn command_at(ns: Option<&crate::netns::Netns>, program: &Path) -> Command {
-    let mut c = match ns {
-        Some(ns) => ns.command(&program.display().to_string()),
-        None => Command::new(program),
-    };
-    die_with_parent(&mut c);
-    c
-}
 
 /// Runs `c` to its end and returns its stdout. Fails with `starting` as the context when it
 /// cannot start, and with `"{what} failed: <its stderr>"` when it exits non-zero.

@@ -1,8 +1,22 @@
 //! CPU lists as command-line values (`0-3,8`). A newtype, so one flag occurrence holds the
 //! whole list (clap would otherwise read a `Vec` as repeated values). And the CPU flags of
 //! `attach` and `install`, each refused where the steering mode does not take it (a mode's
-//! `CpuFlags` says which it takes).
+//! `CpuFlags` says which it takes); and the profile flag of `tune` and `install`.
 use rxsteer_records::{CpuFlags, Mode, Steering};
+
+/// A profile that sets something: a mode with a tuning (rps, cpumap).
+pub fn steering_profile(s: &str) -> Result<Mode, String> {
+    match s.parse::<Mode>() {
+        Ok(m) if m.steering().tuning.is_some() => Ok(m),
+        _ => Err(format!(
+            "{s:?} is not a profile: expected {}",
+            Mode::profiles()
+                .map(Mode::as_str)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<u32>);

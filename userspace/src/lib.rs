@@ -1,19 +1,145 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
-pub mod attach_cmd;
+//!
+//! Two floors. `commands` holds one module per command (top, attach, tune, lab, serve,
+//! install, compare); no command imports another. Everything else is the machinery they
+//! share (observe, view, host, iface, netns, child, ...), which imports no command. This file
+//! is the top: the command line and its dispatch. `tests/layers.rs` in xtask holds it.
+pub mod attach_args;
 pub mod child;
-pub mod compare;
+pub mod commands;
 pub mod cpu_arg;
 pub mod host;
 pub mod iface;
-pub mod install;
 pub mod lab;
-pub mod lab_cmd;
 pub mod netns;
+pub mod observe;
 pub mod ports;
 pub mod privilege;
-pub mod serve_cmd;
 pub mod signals;
-pub mod top;
 pub mod traffic;
-pub mod tune_cmd;
 pub mod view;
+
+use clap::{Parser, Subcommand};
+use commands::{attach, compare, install, serve, top, tune};
+
+#[derive(Parser)]
+#[command(
+    name = "rxsteer",
+    version,
+    about = "Where receive work lands on each CPU, and which steering gets the most requests through"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Attach the observe programs to an interface and show, per CPU and over time, where the
+    /// receive work runs: NET_RX softirq time, receive-kthread time, packets.
+    Top(observe::ObserveArgs),
+    /// Build the embedded veth lab (two namespaces, one CPU as the receive core), observe it
+    /// under a bounded load, and tear it down.
+    Lab(commands::lab::LabArgs),
+    /// Put one steering mode in place (cpumap, rps or none), exclusively, observe it, and undo
+    /// it all on exit.
+    Attach(attach_args::AttachArgs),
+    /// Host tuning profiles with snapshot and revert.
+    #[command(subcommand)]
+    Tune(tune::TuneCmd),
+    /// Put back whatever rxsteer changed in this network namespace (after a crash).
+    Restore,
+    /// Untuned vs RPS vs cpumap in the embedded lab: rxsteer serve driven by rxload, per mode
+    /// and repetition, with where the receive work went per CPU.
+    Compare(Box<compare::CompareArgs>),
+    /// Render report.md from a comparison's run directory (its run.json).
+    Report { dir: std::path::PathBuf },
+    /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
+    /// per request and stage (writes RUN_DIR/predict-<N>cpus.md and .svg).
+    Predict(PredictArgs),
+    /// Keep a steering in place at every boot: a systemd unit that applies it at start and
+    /// takes it back at stop (rps: RPS/RFS/XPS and sysctls; cpumap: attach as a service).
+    Install(install::InstallArgs),
+    /// What rxsteer installed, what is applied now, and whether the live values still match
+    /// (exit 3 when something installed is not in place).
+    Status(install::InstalledArgs),
+    /// Stop, disable and remove what `install` wrote: the host as it was before install.
+    Uninstall(install::InstalledArgs),
+    /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo, POST /upload). Needs no privileges.
+    Serve(serve::ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct PredictArgs {
+    /// A comparison's run directory (its run.json must have every CPU's time split).
+    dir: std::path::PathBuf,
+    /// The CPU count to predict for (1 to 4096).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus: u32,
+    /// The run's RX core (default: the lab's, from run.json).
+    #[arg(long)]
+    rx_cpu: Option<u32>,
+    /// Where the load generator runs on the predicted box.
+    #[arg(long, value_enum, default_value = "remote")]
+    loader: rxsteer_records::LoaderPlace,
+    /// Another stored run (e.g. an open-loop --rate run) to check the fitted costs against.
+    #[arg(long)]
+    check: Option<std::path::PathBuf>,
+}
+
+impl Cli {
+    /// Runs the command the line asked for.
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.cmd {
+            Cmd::Top(args) => top::run(&args),
+            Cmd::Lab(args) => commands::lab::run(&args),
+            Cmd::Attach(args) => attach::run(&args),
+            Cmd::Tune(cmd) => tune::run(&cmd),
+            Cmd::Restore => tune::restore(),
+            Cmd::Serve(args) => serve::run(&args),
+            Cmd::Install(args) => install::install(&args),
+            Cmd::Uninstall(args) => install::uninstall(&args),
+            Cmd::Status(args) => install::status(&args).map(|in_place| {
+                if !in_place {
+                    std::process::exit(3);
+                }
+            }),
+            Cmd::Compare(args) => compare::run(&args),
+            Cmd::Report { dir } => rxsteer_report::run(&dir),
+            Cmd::Predict(a) => rxsteer_report::predict::run(&rxsteer_report::predict::Ask {
+                dir: &a.dir,
+                cpus: a.cpus,
+                rx_cpu: a.rx_cpu,
+                loader: a.loader,
+                check: a.check.as_deref(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rxsteer_records::Mode;
+
+    /// Every mode that can be installed gets a unit whose commands rxsteer takes: a new
+    /// mode's unit needs no edit here.
+    #[test]
+    fn every_profiles_unit_runs_commands_rxsteer_takes() {
+        for mode in Mode::profiles() {
+            let ask = commands::install::unit::Ask {
+                iface: "eth0".into(),
+                steer: mode,
+                flags: Vec::new(),
+            };
+            let commands = std::iter::once(ask.exec_start()).chain(ask.exec_stop());
+            for argv in commands {
+                let line = std::iter::once("rxsteer".to_string()).chain(argv.clone());
+                if let Err(e) = <Cli as clap::Parser>::try_parse_from(line) {
+                    panic!("{mode}: {argv:?}: {e}");
+                }
+            }
+            assert!(ask.unit_text().contains(mode.steering().summary));
+        }
+    }
+}

@@ -15,6 +15,16 @@ pub fn ip(args: &[&str]) -> Result<String> {
     )
 }
 
+/// A program run where the server side lives: in the lab's server namespace, or on this host.
+pub fn command_at(ns: Option<&Netns>, program: &std::path::Path) -> Command {
+    let mut c = match ns {
+        Some(ns) => ns.command(&program.display().to_string()),
+        None => Command::new(program),
+    };
+    crate::child::die_with_parent(&mut c);
+    c
+}
+
 /// A network namespace created by us, deleted on drop.
 pub struct Netns {
     name: String,

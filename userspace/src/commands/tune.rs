@@ -5,26 +5,12 @@ use clap::Subcommand;
 use std::io::Write;
 
 use crate::{
-    cpu_arg::{cpu_list, CpuList},
+    cpu_arg::{cpu_list, steering_profile, CpuList},
     host, iface, privilege,
     privilege::Cap,
 };
 use rxsteer_records::Mode;
 use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
-
-/// A profile that sets something: a mode with a tuning (rps, cpumap).
-pub fn steering_profile(s: &str) -> Result<Mode, String> {
-    match s.parse::<Mode>() {
-        Ok(m) if m.steering().tuning.is_some() => Ok(m),
-        _ => Err(format!(
-            "{s:?} is not a profile: expected {}",
-            Mode::profiles()
-                .map(Mode::as_str)
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )),
-    }
-}
 
 #[derive(clap::Args, Debug)]
 pub struct TuneTarget {

@@ -1,5 +1,7 @@
-//! `rxsteer top`: attach the observe programs, sample every interval on a sampler thread, and
-//! either draw the live per-core view or print one JSON line per interval.
+//! Observing, shared by every command that observes (top, attach, lab): the flags, attaching
+//! what counts where the driver received, the line that says observing has begun, and the
+//! loop that samples every interval on a sampler thread into one sink: the live per-core view,
+//! one JSON line or one plain line per interval.
 use anyhow::{bail, Context, Result};
 use rxsteer_records::{Observed, SampleLine};
 use std::{
@@ -13,10 +15,7 @@ use std::{
 };
 
 use crate::{
-    iface,
-    ports::{check_disjoint, port_list, PortList},
-    privilege,
-    signals::stop_on_signals,
+    ports::{port_list, PortList},
     view,
 };
 use rxsteer_dataplane::{
@@ -26,7 +25,7 @@ use rxsteer_dataplane::{
 use rxsteer_records::{BpfStatsChoice, Observer, Sample, TcAttached, XdpMode};
 
 #[derive(clap::Args, Debug)]
-pub struct TopArgs {
+pub struct ObserveArgs {
     /// Interface to observe (in the current network namespace).
     #[arg(long)]
     pub iface: String,
@@ -189,29 +188,7 @@ pub fn say_observed(
     }
 }
 
-pub fn run(args: &TopArgs) -> Result<()> {
-    // Handlers first: a Ctrl-C or SIGTERM during setup must still end in a clean exit that
-    // detaches and reverts, not the default death.
-    let stop = stop_on_signals()?;
-    check_disjoint(&args.http_ports.0, &args.zap_ports.0)?;
-    check_tc(args.tc)?;
-    privilege::require("rxsteer top", privilege::OBSERVE)?;
-    iface::require_up(&args.iface)?;
-    rxsteer_dataplane::clsact::recover_crashed()?;
-    let ports = PortConfig {
-        http: args.http_ports.0.clone(),
-        zap: args.zap_ports.0.clone(),
-    };
-    // Everything attached below is owned by `dp` and detached when it drops: on return, on
-    // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
-    let (dp, how, sampler) = observe_only(args, &ports)?;
-    say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
-    let shown = args.show(sampler, how, &stop);
-    drop(dp);
-    shown
-}
-
-impl TopArgs {
+impl ObserveArgs {
     /// [`observe`] as these flags ask: their interval, count, interface and output.
     pub fn show(&self, sampler: Sampler, how: Observed, stop: &Arc<AtomicBool>) -> Result<()> {
         let output = Output {
@@ -227,7 +204,7 @@ impl TopArgs {
 /// sampler's baseline before the caller says observing has begun: whatever arrives after that
 /// line is in the first sample.
 pub fn observe_only(
-    args: &TopArgs,
+    args: &ObserveArgs,
     ports: &PortConfig,
 ) -> Result<(Option<Dataplane>, Observed, Sampler)> {
     if args.observer == ObserverChoice::Off {

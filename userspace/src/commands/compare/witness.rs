@@ -40,7 +40,7 @@ pub fn xdp_of(ip_json: &str) -> Result<Option<String>> {
 /// What the kernel shows attached on the site's interface now.
 pub fn read(site: &Site) -> Result<Attached> {
     let json = child::output_of(
-        child::command_at(site.ns(), Path::new("ip")).args([
+        crate::netns::command_at(site.ns(), Path::new("ip")).args([
             "-d",
             "-j",
             "link",

@@ -10,9 +10,9 @@ use rxsteer_dataplane::{Dataplane, PortConfig};
 
 use crate::{
     lab::{EmbeddedLab, RoleArgs},
+    observe::{observe, parse_interval, Output},
     privilege::{self, Cap},
     signals::stop_on_signals,
-    top::{observe, parse_interval, Output},
     traffic::EchoLoad,
 };
 use rxsteer_tune::cpus::online_cpus;

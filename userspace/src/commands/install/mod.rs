@@ -13,11 +13,10 @@ use std::{
 };
 
 use crate::{
-    attach_cmd::{self, AttachArgs},
-    cpu_arg::{modes_where, CpuList, SteerCpus},
+    attach_args::{self, AttachArgs},
+    cpu_arg::{modes_where, steering_profile, CpuList, SteerCpus},
     host, iface, privilege,
     privilege::Cap,
-    tune_cmd::steering_profile,
 };
 use rxsteer_records::Mode;
 use rxsteer_tune::{cpus::format_cpu_list, profile, show, StateFile};
@@ -106,7 +105,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
             std::iter::once("attach".to_string()).chain(ask.exec_start().into_iter().skip(1));
         let parsed = <Attach as clap::Parser>::try_parse_from(argv)
             .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))?;
-        attach_cmd::validate(&parsed.a)?;
+        attach_args::validate(&parsed.a)?;
     } else {
         // A tuning takes its CPU flag alone; --qsize and --xdp-mode are for XDP steering.
         a.cpus.check_for(a.steer).map_err(anyhow::Error::msg)?;

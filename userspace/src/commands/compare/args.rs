@@ -7,7 +7,7 @@ use super::{
     search,
     several::{several, Several},
 };
-use crate::top::parse_interval;
+use crate::observe::parse_interval;
 use rxsteer_dataplane::{FragsChoice, ObserveLevel, ObserverChoice, TcChoice, XdpModeChoice};
 use rxsteer_records::{
     run::{ArmName, NO_BPF_ARM},
@@ -72,6 +72,13 @@ impl Arm {
             per_frags: false,
         }
     }
+}
+
+/// What every observed arm watches with: `--tc` and `--observe` as the comparison was given.
+#[derive(Clone, Copy, Debug)]
+pub struct Watch {
+    pub tc: TcChoice,
+    pub observe: ObserveLevel,
 }
 
 #[derive(clap::Args, Debug)]
@@ -300,8 +307,8 @@ impl CompareArgs {
     }
 
     /// `--tc` and `--observe`, which every observed arm's attach is given.
-    pub fn watch(&self) -> super::session::Watch {
-        super::session::Watch {
+    pub fn watch(&self) -> Watch {
+        Watch {
             tc: self.tc,
             observe: self.observe,
         }

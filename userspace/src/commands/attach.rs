@@ -4,76 +4,19 @@
 use anyhow::{bail, Result};
 
 use rxsteer_dataplane::{
-    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSet, SteerSets,
-    XdpModeChoice, MAX_QSIZE, RX_ACCOUNT,
+    sampler::Sampler, Dataplane, FragsChoice, ObserverChoice, PortConfig, SteerSets, XdpModeChoice,
+    RX_ACCOUNT,
 };
 
 use crate::{
-    cpu_arg::SteerCpus,
+    attach_args::{validate, AttachArgs},
     host::{self, TuneGuard},
     iface,
-    ports::check_disjoint,
+    observe::{attach_observer, say_observed, ObserveArgs},
     privilege,
     signals::stop_on_signals,
-    top::{attach_observer, say_observed, TopArgs},
 };
 use rxsteer_records::{CpuFlags, Mode, Observed, Observer, XdpMode};
-use rxsteer_tune::cpus::online_cpus;
-
-#[derive(clap::Args, Debug)]
-pub struct AttachArgs {
-    #[command(flatten)]
-    pub observe: TopArgs,
-    /// Steering mode.
-    #[arg(long, value_enum)]
-    pub steer: Mode,
-    #[command(flatten)]
-    pub cpus: SteerCpus,
-    /// cpumap: ring size per target CPU, in frames (1-16384, the kernel's limit).
-    #[arg(long, default_value = "2048", value_parser = clap::value_parser!(u32).range(1..=MAX_QSIZE as i64))]
-    pub qsize: u32,
-}
-
-/// Every flag checked against the machine before anything on it changes.
-pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
-    let o = &args.observe;
-    check_disjoint(&o.http_ports.0, &o.zap_ports.0)?;
-    let online = online_cpus()?;
-    args.cpus
-        .check_for(args.steer)
-        .map_err(anyhow::Error::msg)?;
-    if args.steer.steering().cpus != CpuFlags::PerClass {
-        return Ok(SteerSets::default());
-    }
-    if args.qsize == 0 || args.qsize > MAX_QSIZE {
-        bail!("--qsize {} is out of range (1-{MAX_QSIZE})", args.qsize);
-    }
-    let zap = args.cpus.zap_cpus.clone().map(|c| c.0).unwrap_or_default();
-    let sets = SteerSets {
-        // The sets are disjoint, so HTTP's default is every online CPU not given to ZAP
-        // (`--zap-cpus` alone must not collide with a default the user never chose).
-        http: args.cpus.http_cpus.clone().map_or_else(
-            || {
-                online
-                    .iter()
-                    .copied()
-                    .filter(|c| !zap.contains(c))
-                    .collect()
-            },
-            |c| c.0,
-        ),
-        zap,
-        other: args
-            .cpus
-            .other_cpus
-            .clone()
-            .map(|c| c.0)
-            .unwrap_or_default(),
-    };
-    sets.validate(&online)
-        .map_err(|e| anyhow::anyhow!(e.describe(set_flag)))?;
-    Ok(sets)
-}
 
 pub fn run(args: &AttachArgs) -> Result<()> {
     let o = &args.observe;
@@ -81,7 +24,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let sets = validate(args)?;
-    crate::top::check_tc(args.observe.tc)?;
+    crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.rps())?;
@@ -153,14 +96,14 @@ fn load_dataplane(
         Some(dp) if args.steer.steers_with_xdp() => {
             let mode = dp
                 .resolve_xdp_mode(&o.iface, o.xdp_mode)
-                .map_err(crate::top::xdp_mode_error(o.xdp_mode))?;
-            let usable = crate::top::use_frags(dp, o.xdp_frags)?;
+                .map_err(crate::observe::xdp_mode_error(o.xdp_mode))?;
+            let usable = crate::observe::use_frags(dp, o.xdp_frags)?;
             (
                 Some(mode),
                 frags_for(args.steer, mode, o.xdp_frags, usable)?,
             )
         }
-        Some(dp) => (None, crate::top::use_frags(dp, o.xdp_frags)?),
+        Some(dp) => (None, crate::observe::use_frags(dp, o.xdp_frags)?),
         None => (None, false),
     };
     Ok((dp, steer_mode, frags))
@@ -189,15 +132,6 @@ fn steering_line(
     }
 }
 
-/// The command-line flag of a steering set.
-fn set_flag(set: SteerSet) -> &'static str {
-    match set {
-        SteerSet::Http => "--http-cpus",
-        SteerSet::Zap => "--zap-cpus",
-        SteerSet::Other => "--other-cpus",
-    }
-}
-
 /// Applies the tuning of `steer` (a mode without one: back to the snapshot) and says what it
 /// wrote.
 fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<TuneGuard>> {
@@ -223,7 +157,7 @@ fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<Tu
 /// resolved XDP mode (`steer`), else the observer `o` asks for; nothing without a Dataplane.
 fn attach_programs(
     dp: Option<&mut Dataplane>,
-    o: &TopArgs,
+    o: &ObserveArgs,
     steer: Option<(&'static str, XdpMode)>,
     frags: bool,
 ) -> Result<(Observed, &'static str)> {
@@ -238,7 +172,7 @@ fn attach_programs(
             };
             let m = dp
                 .attach_xdp(program, frags, &o.iface, asked)
-                .map_err(crate::top::xdp_mode_error(asked))?;
+                .map_err(crate::observe::xdp_mode_error(asked))?;
             (Observer::Xdp, Some(m), program)
         }
         None => {
@@ -279,36 +213,5 @@ fn show_set(cpus: &[u32]) -> String {
         "not steered".to_string()
     } else {
         format!("CPUs {}", rxsteer_tune::cpus::format_cpu_list(cpus))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        attach: AttachArgs,
-    }
-
-    fn sets(flags: &[&str]) -> Result<SteerSets> {
-        let mut argv = vec!["attach", "--iface", "lo", "--steer", "cpumap"];
-        argv.extend_from_slice(flags);
-        validate(&Cli::try_parse_from(argv).unwrap().attach)
-    }
-
-    #[test]
-    fn http_defaults_to_the_cpus_zap_was_not_given() {
-        let online = online_cpus().unwrap();
-        assert_eq!(sets(&[]).unwrap().http, online);
-        let last = *online.last().unwrap();
-        let s = sets(&["--zap-cpus", &last.to_string()]).unwrap();
-        assert_eq!(s.zap, vec![last]);
-        assert!(!s.http.contains(&last), "{:?}", s.http);
-        assert_eq!(s.http.len(), online.len() - 1);
-        let both = sets(&["--http-cpus", "0", "--zap-cpus", "0"]).unwrap_err();
-        assert!(both.to_string().contains("CPU 0 is in both"), "{both}");
     }
 }

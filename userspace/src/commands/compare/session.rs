@@ -10,7 +10,10 @@ use std::{
     time::Duration,
 };
 
-use super::{args::Arm, sites::Site};
+use super::{
+    args::{Arm, Watch},
+    sites::Site,
+};
 use crate::{
     child,
     ports::{HTTP_PORT, ZAP_PORT},
@@ -65,13 +68,6 @@ fn attach_args(
     args
 }
 
-/// What every observed arm watches with: `--tc` and `--observe` as the comparison was given.
-#[derive(Clone, Copy, Debug)]
-pub struct Watch {
-    pub tc: rxsteer_dataplane::TcChoice,
-    pub observe: rxsteer_dataplane::ObserveLevel,
-}
-
 pub struct ModeSession {
     attach: Child,
     serve: Child,
@@ -99,7 +95,7 @@ impl ModeSession {
             interval,
             watch,
         );
-        let mut attach = child::command_at(site.ns(), &me)
+        let mut attach = crate::netns::command_at(site.ns(), &me)
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -112,7 +108,7 @@ impl ModeSession {
             return Err(e.context(format!("rxsteer attach --steer {}", mode.as_str())));
         }
         let samples = spawn_reader(&mut attach)?;
-        let serve = child::command_at(site.ns(), &me)
+        let serve = crate::netns::command_at(site.ns(), &me)
             .args(["serve", "--http"])
             .arg(format!("{}:{HTTP_PORT}", site.bind_ip))
             .arg("--zap")
@@ -189,7 +185,7 @@ fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<SampleLine>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attach_cmd::{self, AttachArgs};
+    use crate::attach_args::{self, AttachArgs};
     use rxsteer_dataplane::{FragsChoice, ObserveLevel, ObserverChoice, TcChoice, XdpModeChoice};
     use rxsteer_records::Mode;
 
@@ -228,7 +224,7 @@ mod tests {
                 let parsed = <Attach as clap::Parser>::try_parse_from(&argv)
                     .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
                 assert_eq!(parsed.a.steer, mode);
-                let sets = attach_cmd::validate(&parsed.a).unwrap();
+                let sets = attach_args::validate(&parsed.a).unwrap();
                 if mode.steering().cpus == CpuFlags::PerClass {
                     let class = match proto {
                         Proto::Http => &sets.http,

@@ -191,31 +191,4 @@ mod tests {
         );
         assert!(t.contains("BindsTo=sys-subsystem-net-devices-eth0.device"));
     }
-
-    /// Every mode that can be installed gets a unit whose commands rxsteer takes: a new
-    /// mode's unit needs no edit here.
-    #[test]
-    fn every_profiles_unit_runs_commands_rxsteer_takes() {
-        #[derive(clap::Parser)]
-        enum Cli {
-            Attach(crate::attach_cmd::AttachArgs),
-            #[command(subcommand)]
-            Tune(crate::tune_cmd::TuneCmd),
-        }
-        for mode in Mode::profiles() {
-            let ask = Ask {
-                iface: "eth0".into(),
-                steer: mode,
-                flags: Vec::new(),
-            };
-            let commands = std::iter::once(ask.exec_start()).chain(ask.exec_stop());
-            for argv in commands {
-                let line = std::iter::once("rxsteer".to_string()).chain(argv.clone());
-                if let Err(e) = <Cli as clap::Parser>::try_parse_from(line) {
-                    panic!("{mode}: {argv:?}: {e}");
-                }
-            }
-            assert!(ask.unit_text().contains(mode.steering().summary));
-        }
-    }
 }

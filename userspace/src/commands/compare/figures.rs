@@ -250,7 +250,7 @@ pub fn environment() -> Environment {
 /// What the run's interface is: its driver and GRO state (ethtool, where the interface lives).
 pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Nic {
     let ethtool = |args: &[&str]| -> String {
-        crate::child::command_at(ns, std::path::Path::new("ethtool"))
+        crate::netns::command_at(ns, std::path::Path::new("ethtool"))
             .args(args)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
