@@ -2,15 +2,7 @@
 //! the front (status, where its body is, the bytes it takes), the buffer's growth, and what a
 //! whole response means for the run. Pure functions over bytes, so the fuzzer drives them as
 //! a connection does (pipelined responses, reads split anywhere).
-use std::ops::Range;
-
-use rxsteer_wire::{
-    http1::parse_response,
-    zap::{ZapError, MAX_FRAME},
-    zaphttp::{
-        decode_response, split_frame, FRAME_DATA, FRAME_END, FRAME_RESPONSE_HEAD, LEN_PREFIX,
-    },
-};
+use rxsteer_wire::{zap::MAX_FRAME, zaphttp::LEN_PREFIX};
 
 use crate::{
     scenario::{validate, Check, Invalid},
@@ -18,53 +10,11 @@ use crate::{
     target::Proto,
 };
 
-/// A whole response at the front of a buffer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed {
-    pub status: u16,
-    /// Where its body is in the buffer.
-    pub body: Range<usize>,
-    /// The bytes it takes, from the front.
-    pub used: usize,
-}
+pub use crate::protocol::Parsed;
 
-/// The response at the front of `buf`, if whole. Body positions are offsets the decoders
-/// return, never the difference of two slices' addresses (a null ZAP slot is not inside the
-/// buffer).
+/// The response at the front of `buf`, if whole (as `proto` frames it).
 pub fn parse_one(proto: Proto, buf: &[u8]) -> Result<Option<Parsed>, ErrorKind> {
-    match proto {
-        Proto::Http => match parse_response(buf) {
-            Ok(Some(r)) => Ok(Some(Parsed {
-                status: r.status,
-                body: r.body_at,
-                used: r.consumed,
-            })),
-            Ok(None) => Ok(None),
-            Err(_) => Err(ErrorKind::Protocol),
-        },
-        Proto::Zap => match split_frame(buf, MAX_FRAME) {
-            Ok(Some((frame, used))) => {
-                let r = decode_response(frame).map_err(|e| match e {
-                    // A streamed response (the wire spec's ResponseHead, Data..., End): not a
-                    // whole response rxload can validate. One named error; the connection
-                    // starts over, leaving the rest of the stream behind.
-                    ZapError::FrameType {
-                        got: FRAME_RESPONSE_HEAD | FRAME_DATA | FRAME_END,
-                        ..
-                    } => ErrorKind::Unsupported,
-                    _ => ErrorKind::Protocol,
-                })?;
-                // The decoder's offsets are the frame's; the frame follows its length prefix.
-                Ok(Some(Parsed {
-                    status: r.status,
-                    body: LEN_PREFIX + r.body_at.start..LEN_PREFIX + r.body_at.end,
-                    used,
-                }))
-            }
-            Ok(None) => Ok(None),
-            Err(_) => Err(ErrorKind::Protocol),
-        },
-    }
+    crate::protocol::parse_response(proto, buf)
 }
 
 /// A full buffer with no whole response yet grows, only for a response larger than any seen

@@ -4,7 +4,6 @@ use anyhow::{bail, Result};
 use rxsteer_wire::{
     native::{EthCallReq, EthCallResp},
     rpc::{self, JsonResponse},
-    zaphttp::encode_request,
 };
 
 use crate::target::{Proto, Target};
@@ -91,7 +90,7 @@ pub fn build(
     }
     Ok(Request {
         proto: target.proto,
-        bytes: encode(target, method, path, ct, custom.headers, &body),
+        bytes: crate::protocol::encode_request(target, method, path, ct, custom.headers, &body),
         check,
     })
 }
@@ -162,45 +161,6 @@ fn what_to_send<'a>(
             }
         }
     })
-}
-
-/// The request on the wire: HTTP/1.1 text, or a ZAP-HTTP frame.
-fn encode(
-    target: &Target,
-    method: &str,
-    path: &str,
-    ct: Option<&str>,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    match target.proto {
-        Proto::Http => {
-            bytes.extend_from_slice(
-                format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", target.authority).as_bytes(),
-            );
-            if let Some(ct) = ct {
-                bytes.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
-            }
-            for (k, v) in headers {
-                bytes.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
-            }
-            if !body.is_empty() || method != "GET" {
-                bytes.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
-            }
-            bytes.extend_from_slice(b"\r\n");
-            bytes.extend_from_slice(body);
-        }
-        Proto::Zap => {
-            let mut h: Vec<(&[u8], &[u8])> = vec![(b"Host", target.authority.as_bytes())];
-            if let Some(ct) = ct {
-                h.push((b"Content-Type", ct.as_bytes()));
-            }
-            h.extend(headers.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
-            encode_request(&mut bytes, method.as_bytes(), path.as_bytes(), &h, body);
-        }
-    }
-    bytes
 }
 
 /// A body of `n` bytes: the chat JSON at its size, else a-z repeated.

@@ -15,12 +15,13 @@ pub struct Target {
 }
 
 pub fn parse(s: &str) -> Result<Target> {
-    let (proto, rest) = if let Some(r) = s.strip_prefix("http://") {
-        (Proto::Http, r)
-    } else if let Some(r) = s.strip_prefix("zap://") {
-        (Proto::Zap, r)
-    } else {
-        bail!("target {s:?}: the scheme must be http:// or zap://");
+    let scheme_of = |p: &Proto| format!("{}://", p.spec().scheme);
+    let Some((proto, rest)) = Proto::ALL
+        .iter()
+        .find_map(|p| s.strip_prefix(&scheme_of(p)).map(|r| (*p, r)))
+    else {
+        let schemes: Vec<String> = Proto::ALL.iter().map(scheme_of).collect();
+        bail!("target {s:?}: the scheme must be {}", schemes.join(" or "));
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),

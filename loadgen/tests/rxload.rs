@@ -146,7 +146,10 @@ fn counts_agree_with_the_servers_own_count() {
         assert_eq!(code, 0, "--io {io}: {err}");
         let ours = v["requests"].as_u64().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let served = s.served.http.load(Ordering::SeqCst);
+        let served = s
+            .served
+            .of(rxsteer_server::Proto::Http)
+            .load(Ordering::SeqCst);
         assert!(ours >= 20000, "--io {io}: {ours}");
         // The server may also have answered requests still in flight when rxload stopped: at
         // most one per connection.

@@ -99,12 +99,46 @@ names! {
     }
 }
 
+/// What every part of rxsteer needs to know of a protocol, in one row: the server's framing
+/// (`server/src/framing.rs`), rxload's codec (`loadgen/src/protocol.rs`) and, for a protocol
+/// the kernel programs count apart, its class (`common/`) are the only other places.
+#[derive(Clone, Copy, Debug)]
+pub struct ProtoSpec {
+    /// What a reader sees (report tables, charts).
+    pub label: &'static str,
+    /// Its short name in counts ("served 3 HTTP and 4 ZAP requests").
+    pub short: &'static str,
+    /// rxload's URL scheme (`http://`, `zap://`).
+    pub scheme: &'static str,
+    /// The port it is served on unless told otherwise.
+    pub port: u16,
+}
+
 impl Proto {
-    pub fn label(self) -> &'static str {
+    pub fn spec(self) -> ProtoSpec {
         match self {
-            Proto::Http => "HTTP/1.1",
-            Proto::Zap => "ZAP",
+            Proto::Http => ProtoSpec {
+                label: "HTTP/1.1",
+                short: "HTTP",
+                scheme: "http",
+                port: 8080,
+            },
+            Proto::Zap => ProtoSpec {
+                label: "ZAP",
+                short: "ZAP",
+                scheme: "zap",
+                port: 9653,
+            },
         }
+    }
+
+    pub fn label(self) -> &'static str {
+        self.spec().label
+    }
+
+    /// Its place in per-protocol arrays (`[T; Proto::ALL.len()]`).
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 

@@ -34,6 +34,26 @@ pub enum Split<'a> {
     Refused,
 }
 
+/// Runs `$body` with `$F` the framing of `$proto`: the one place a protocol's name meets its
+/// framing. Each engine picks the framing once per connection, at accept, through it.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_framing {
+    ($proto:expr, $F:ident => $body:expr) => {
+        match $proto {
+            $crate::Proto::Http => {
+                type $F = $crate::framing::Http;
+                $body
+            }
+            $crate::Proto::Zap => {
+                type $F = $crate::framing::Zap;
+                $body
+            }
+        }
+    };
+}
+pub use with_framing;
+
 pub trait Framing {
     /// The most bytes one request may hold in the read buffer.
     fn read_limit(cfg: &ConnConfig) -> usize;

@@ -28,12 +28,19 @@ use rxsteer_wire::http1::Limits;
 /// Requests served, per transport, and connections turned away, for the whole server.
 #[derive(Debug, Default)]
 pub struct Served {
-    pub http: AtomicU64,
-    pub zap: AtomicU64,
+    /// Requests answered, per protocol (`of`).
+    pub requests: [AtomicU64; Proto::ALL.len()],
     /// New connections closed at once because their worker held `max_connections`.
     pub refused: AtomicU64,
     /// Accepts that failed (out of descriptors or memory: accepting then pauses).
     pub accept_errors: AtomicU64,
+}
+
+impl Served {
+    /// The count of `proto`'s requests.
+    pub fn of(&self, proto: Proto) -> &AtomicU64 {
+        &self.requests[proto.index()]
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -53,8 +60,8 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            http: Some(SocketAddr::from(([0, 0, 0, 0], 8080))),
-            zap: Some(SocketAddr::from(([0, 0, 0, 0], 9653))),
+            http: Some(SocketAddr::from(([0, 0, 0, 0], Proto::Http.spec().port))),
+            zap: Some(SocketAddr::from(([0, 0, 0, 0], Proto::Zap.spec().port))),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             io: ServerIo::Epoll,
             cpus: None,

@@ -433,6 +433,19 @@ mod tests {
         );
     }
 
+    /// The ports counted by default are the ports each protocol is served on by default.
+    #[test]
+    fn default_ports_are_each_protocols_own() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: ObserveArgs,
+        }
+        let a = <Cli as clap::Parser>::try_parse_from(["top", "--iface", "lo"]).unwrap();
+        assert_eq!(a.o.http_ports.0, [rxsteer_records::Proto::Http.spec().port]);
+        assert_eq!(a.o.zap_ports.0, [rxsteer_records::Proto::Zap.spec().port]);
+    }
+
     #[test]
     fn intervals() {
         assert_eq!(parse_interval("1s").unwrap(), Duration::from_secs(1));

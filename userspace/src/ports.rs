@@ -1,10 +1,6 @@
 //! TCP port lists as given on the command line: `8080`, `8080,8081`, `9000-9010`.
 use anyhow::{bail, Result};
 
-/// The ports a comparison serves on (and `top`'s defaults): the reference's HTTP and ZAP.
-pub const HTTP_PORT: u16 = 8080;
-pub const ZAP_PORT: u16 = 9653;
-
 /// Parses a port list; every port in 1..=65535, ranges ascending, no empty items.
 pub fn parse_ports(s: &str) -> Result<Vec<u16>> {
     let mut out = Vec::new();

@@ -2,12 +2,7 @@
 use anyhow::{Context, Result};
 use std::{net::TcpListener, sync::Arc};
 
-use crate::{
-    admit,
-    config::ConnConfig,
-    framing::{Http, Zap},
-    Proto, Served,
-};
+use crate::{admit, config::ConnConfig, framing::with_framing, Proto, Served};
 
 mod conn;
 
@@ -89,10 +84,7 @@ async fn accept_loop(
         let (conn, served) = (Arc::clone(&conn), Arc::clone(&served));
         tokio::spawn(async move {
             let _place = place;
-            let _ = match t {
-                Proto::Http => conn::serve::<Http>(s, &conn, &served.http).await,
-                Proto::Zap => conn::serve::<Zap>(s, &conn, &served.zap).await,
-            };
+            let _ = with_framing!(t, F => conn::serve::<F>(s, &conn, served.of(t)).await);
         });
     }
 }

@@ -5,7 +5,7 @@ use tokio::time::Instant;
 use crate::{
     batch::{answer, Answered, BodyAt, End},
     config::ConnConfig,
-    framing::{Framing, Http, Zap},
+    framing::{with_framing, Framing},
     read_buf::ReadBuf,
     Proto,
 };
@@ -20,9 +20,33 @@ pub struct Flight {
     pub close: bool,
 }
 
+/// How a connection's protocol is answered, chosen once at accept (as the epoll engine
+/// monomorphises its connection loop over the framing).
+#[derive(Clone, Copy)]
+pub struct Speaks {
+    pub transport: Proto,
+    read_limit: fn(&ConnConfig) -> usize,
+    answer: fn(&[u8], &ConnConfig, &mut Vec<u8>, &mut Vec<u8>) -> Answered,
+}
+
+impl Speaks {
+    pub fn of(transport: Proto) -> Self {
+        with_framing!(transport, F => Speaks {
+            transport,
+            read_limit: F::read_limit,
+            answer: answer::<F>,
+        })
+    }
+
+    /// The most bytes one request may hold in the read buffer.
+    pub fn read_limit(&self, cfg: &ConnConfig) -> usize {
+        (self.read_limit)(cfg)
+    }
+}
+
 pub struct Conn {
     pub fd: OwnedFd,
-    pub transport: Proto,
+    pub speaks: Speaks,
     pub generation: u32,
     pub rd: ReadBuf,
     /// Input that arrived while a send was in flight.
@@ -45,7 +69,7 @@ pub struct Conn {
 
 impl Conn {
     pub fn read_limit(&self, cfg: &ConnConfig) -> usize {
-        read_limit(self.transport, cfg)
+        self.speaks.read_limit(cfg)
     }
 
     /// Closes it from our side now (refused input, a timeout, an error).
@@ -92,34 +116,16 @@ impl Life {
     }
 }
 
-/// The most bytes one request of `t` may hold in the read buffer.
-pub fn read_limit(t: Proto, cfg: &ConnConfig) -> usize {
-    match t {
-        Proto::Http => Http::read_limit(cfg),
-        Proto::Zap => Zap::read_limit(cfg),
-    }
-}
-
-pub fn answer_any(t: Proto, input: &[u8], cfg: &ConnConfig, c: &mut Conn) -> Answered {
-    match t {
-        Proto::Http => answer::<Http>(input, cfg, &mut c.out, &mut c.scratch),
-        Proto::Zap => answer::<Zap>(input, cfg, &mut c.out, &mut c.scratch),
-    }
-}
-
 /// Answers what the read buffer holds.
 pub fn answer_buffered(c: &mut Conn, cfg: &ConnConfig) -> Answered {
-    match c.transport {
-        Proto::Http => answer::<Http>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
-        Proto::Zap => answer::<Zap>(c.rd.data(), cfg, &mut c.out, &mut c.scratch),
-    }
+    (c.speaks.answer)(c.rd.data(), cfg, &mut c.out, &mut c.scratch)
 }
 
 /// Answers a receive straight from the kernel's buffer, nothing being buffered before it.
 /// What must outlive the buffer (a partial request; a body to go out uncopied and everything
 /// after it) is copied into the read buffer, and the answer is returned in its terms.
 pub fn answer_in_place(c: &mut Conn, data: &[u8], cfg: &ConnConfig) -> Result<Answered, ()> {
-    let a = answer_any(c.transport, data, cfg, c);
+    let a = (c.speaks.answer)(data, cfg, &mut c.out, &mut c.scratch);
     let keep_from = match &a.end {
         End::Close => data.len(),
         End::Body {

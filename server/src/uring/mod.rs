@@ -38,7 +38,7 @@ mod buf_ring;
 mod connection;
 
 use buf_ring::{BufRing, BUFS, BUF_GROUP, BUF_SIZE};
-use connection::{answer_buffered, answer_in_place, flight, Conn, Life};
+use connection::{answer_buffered, answer_in_place, flight, Conn, Life, Speaks};
 const RING_ENTRIES: u32 = 1024;
 
 const OP_ACCEPT: u64 = 1;
@@ -274,13 +274,12 @@ impl Worker<'_> {
         let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
         let generation = self.next_generation;
         self.next_generation = generation.wrapping_add(1);
-        let transport = self.listeners[listener].0;
-        let limit = connection::read_limit(transport, self.cfg);
+        let speaks = Speaks::of(self.listeners[listener].0);
         let slot = self.conns.insert(Box::new(Conn {
             fd,
-            transport,
+            speaks,
             generation,
-            rd: ReadBuf::new(limit),
+            rd: ReadBuf::new(speaks.read_limit(self.cfg)),
             stash: Vec::new(),
             out: Vec::with_capacity(BUF_SIZE),
             scratch: Vec::with_capacity(1024),
@@ -454,7 +453,7 @@ impl Worker<'_> {
     /// After answering from the read buffer: count, send what was encoded (with a body to go
     /// out uncopied), and restart the partial request's clock as the epoll engine does.
     fn respond(&mut self, slot: usize, a: Answered) {
-        self.served_count(self.conns[slot].transport, a.n);
+        self.served_count(self.conns[slot].speaks.transport, a.n);
         let c = &mut self.conns[slot];
         let body: &[u8] = match &a.end {
             End::Body { at, .. } => at.bytes(c.rd.data(), &c.scratch),
@@ -491,11 +490,7 @@ impl Worker<'_> {
 
     fn served_count(&self, t: Proto, n: u64) {
         if n > 0 {
-            let counter = match t {
-                Proto::Http => &self.served.http,
-                Proto::Zap => &self.served.zap,
-            };
-            counter.fetch_add(n, Ordering::Relaxed);
+            self.served.of(t).fetch_add(n, Ordering::Relaxed);
         }
     }
 

@@ -130,10 +130,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
 
 /// The served, refused and failed-accept counts, one line (exit summary and `--stats`).
 fn counts(s: &rxsteer_server::Served) -> String {
+    let served: Vec<String> = rxsteer_server::Proto::ALL
+        .iter()
+        .map(|&p| format!("{} {}", s.of(p).load(Ordering::Relaxed), p.spec().short))
+        .collect();
     format!(
-        "rxsteer serve: served {} HTTP and {} ZAP requests; refused {} connection(s) at the limit; {} failed accept(s)",
-        s.http.load(Ordering::Relaxed),
-        s.zap.load(Ordering::Relaxed),
+        "rxsteer serve: served {} requests; refused {} connection(s) at the limit; {} failed accept(s)",
+        served.join(" and "),
         s.refused.load(Ordering::Relaxed),
         s.accept_errors.load(Ordering::Relaxed)
     )

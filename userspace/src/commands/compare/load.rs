@@ -16,11 +16,7 @@ use super::{
     merge::merge,
     ssh::{parse_dest, SshDest, SshLoaders},
 };
-use crate::{
-    child::die_with_parent,
-    netns::Netns,
-    ports::{HTTP_PORT, ZAP_PORT},
-};
+use crate::{child::die_with_parent, netns::Netns};
 use rxsteer_records::{LoaderIo, Proto, Scenario};
 use rxsteer_tune::cpus::format_cpu_list;
 
@@ -130,10 +126,8 @@ impl LoadSpec<'_> {
         let injected = std::env::var(INJECT_LOAD_FAILURE)
             .is_ok_and(|stem| !stem.is_empty() && self.base.starts_with(&stem));
         let port = |p: u16| if injected { NOBODY_PORT } else { p };
-        match self.proto {
-            Proto::Http => format!("http://{}:{}", self.target_ip, port(HTTP_PORT)),
-            Proto::Zap => format!("zap://{}:{}", self.target_ip, port(ZAP_PORT)),
-        }
+        let spec = self.proto.spec();
+        format!("{}://{}:{}", spec.scheme, self.target_ip, port(spec.port))
     }
 
     /// rxload's arguments, without where its files go.

@@ -14,10 +14,7 @@ use super::{
     args::{Arm, Watch},
     sites::Site,
 };
-use crate::{
-    child,
-    ports::{HTTP_PORT, ZAP_PORT},
-};
+use crate::child;
 use rxsteer_records::SampleLine;
 use rxsteer_records::{CpuFlags, Proto, ServerIo};
 use rxsteer_tune::cpus::format_cpu_list;
@@ -55,13 +52,8 @@ fn attach_args(
         watch.observe.as_str().into(),
     ];
     match arm.mode.steering().cpus {
-        CpuFlags::PerClass => args.extend([
-            match proto {
-                Proto::Http => "--http-cpus".into(),
-                Proto::Zap => "--zap-cpus".into(),
-            },
-            targets,
-        ]),
+        // The class's CPU set: `--http-cpus`, `--zap-cpus`.
+        CpuFlags::PerClass => args.extend([format!("--{proto}-cpus"), targets]),
         CpuFlags::List => args.extend(["--cpus".into(), targets]),
         CpuFlags::Nothing => {}
     }
@@ -108,11 +100,16 @@ impl ModeSession {
             return Err(e.context(format!("rxsteer attach --steer {}", mode.as_str())));
         }
         let samples = spawn_reader(&mut attach)?;
+        // Every protocol on its port: `--http IP:8080 --zap IP:9653`.
+        let listen = Proto::ALL.iter().flat_map(|p| {
+            [
+                format!("--{p}"),
+                format!("{}:{}", site.bind_ip, p.spec().port),
+            ]
+        });
         let serve = crate::netns::command_at(site.ns(), &me)
-            .args(["serve", "--http"])
-            .arg(format!("{}:{HTTP_PORT}", site.bind_ip))
-            .arg("--zap")
-            .arg(format!("{}:{ZAP_PORT}", site.bind_ip))
+            .arg("serve")
+            .args(listen)
             .args(["--cpus", &format_cpu_list(&site.server_cpus)])
             .args(["--io", server_io.as_str()])
             .stdin(Stdio::null())
