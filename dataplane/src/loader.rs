@@ -145,6 +145,15 @@ impl std::fmt::Display for SetError {
 impl std::error::Error for SetError {}
 
 impl SteerSets {
+    /// The CPUs of one set.
+    pub fn set(&self, s: SteerSet) -> &[u32] {
+        match s {
+            SteerSet::Http => &self.http,
+            SteerSet::Zap => &self.zap,
+            SteerSet::Other => &self.other,
+        }
+    }
+
     /// Every set within the online CPUs and the size limit; HTTP and ZAP sets disjoint; at
     /// least one set non-empty.
     pub fn validate(&self, online: &[u32]) -> Result<(), SetError> {

@@ -1,6 +1,6 @@
 //! rxload as a user runs it, against the project's servers (in this process) and against tiny
 //! misbehaving servers written here. Loopback only; every run is bounded.
-use rxsteer_server::{start, ServeConfig, Server, ServerIo};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig, Server, ServerIo};
 use rxsteer_wire::zaphttp::encode_response;
 use serde_json::Value;
 use std::{
@@ -14,8 +14,7 @@ const RXLOAD: &str = env!("CARGO_BIN_EXE_rxload");
 
 fn server() -> Server {
     start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         ..ServeConfig::default()
     })
@@ -70,7 +69,10 @@ fn short_run(target: &str, io: &str, conns: &str, duration: &str) -> (i32, Value
 fn every_scenario_on_both_transports_validates_and_allocates_nothing() {
     let s = server();
     for io in ["tokio", "uring"] {
-        for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
+        for (scheme, addr) in [
+            ("http", s.addr[Proto::Http].unwrap()),
+            ("zap", s.addr[Proto::Zap].unwrap()),
+        ] {
             for scenario in ["health", "rpc", "echo", "upload"] {
                 // "" is the scenario's own default (64 KiB for upload).
                 for size in match scenario {
@@ -139,7 +141,7 @@ fn counts_agree_with_the_servers_own_count() {
     for io in ["tokio", "uring"] {
         // A server of its own per engine, so its count is this run's alone.
         let s = server();
-        let target = format!("http://{}", s.http.unwrap());
+        let target = format!("http://{}", s.addr[Proto::Http].unwrap());
         let (code, v, err) = rxload(&[
             &target, "--io", io, "-c", "8", "-t", "1", "-n", "20000", "--warmup", "0s",
         ]);
@@ -607,7 +609,7 @@ fn live_lines_come_once_per_interval_and_add_up() {
     let s = server();
     let live = std::env::temp_dir().join(format!("rxload-live-{}.jsonl", std::process::id()));
     let (code, v, err) = rxload(&[
-        &format!("zap://{}", s.zap.unwrap()),
+        &format!("zap://{}", s.addr[Proto::Zap].unwrap()),
         "-c",
         "2",
         "-t",
@@ -658,7 +660,7 @@ fn live_lines_come_once_per_interval_and_add_up() {
 #[test]
 fn pipelined_http_is_answered_in_order_and_counted() {
     let s = server();
-    let target = format!("http://{}", s.http.unwrap());
+    let target = format!("http://{}", s.addr[Proto::Http].unwrap());
     for scenario in ["health", "echo"] {
         let (code, v, err) = rxload(&[
             &target,
@@ -702,7 +704,11 @@ fn pipelined_http_is_answered_in_order_and_counted() {
         );
     }
     let out = Command::new(RXLOAD)
-        .args([&format!("zap://{}", s.zap.unwrap()), "--pipeline", "4"])
+        .args([
+            &format!("zap://{}", s.addr[Proto::Zap].unwrap()),
+            "--pipeline",
+            "4",
+        ])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pipeline is for HTTP"));
@@ -800,8 +806,7 @@ fn bind_spreads_connections_over_source_addresses_and_ports() {
 
 fn server_on(io: ServerIo) -> Server {
     start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         io,
         ..ServeConfig::default()
@@ -816,7 +821,10 @@ fn empty_bodies_pass_on_every_engine_pair_timed_and_counted() {
     for server_io in [ServerIo::Epoll, ServerIo::Uring] {
         let s = server_on(server_io);
         for io in ["tokio", "uring"] {
-            for (scheme, addr) in [("http", s.http.unwrap()), ("zap", s.zap.unwrap())] {
+            for (scheme, addr) in [
+                ("http", s.addr[Proto::Http].unwrap()),
+                ("zap", s.addr[Proto::Zap].unwrap()),
+            ] {
                 for scenario in ["echo", "upload", "rpc"] {
                     for end in [["-d", "300ms"], ["-n", "300"]] {
                         let target = format!("{scheme}://{addr}");
@@ -905,7 +913,7 @@ fn null_and_end_of_frame_slots_are_read_as_sent() {
 fn a_load_thread_that_dies_ends_the_run_within_a_second_with_its_reason() {
     let s = server();
     for io in ["tokio", "uring"] {
-        let target = format!("http://{}", s.http.unwrap());
+        let target = format!("http://{}", s.addr[Proto::Http].unwrap());
         // -n far beyond what 2 connections reach: without the check the run waits 10 minutes.
         let started = std::time::Instant::now();
         let json =

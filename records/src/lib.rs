@@ -17,7 +17,7 @@ pub use live::LiveLine;
 pub use load::LoadResult;
 pub use names::{
     BpfStatsChoice, FragsChoice, LoaderIo, LoaderPlace, ObserveLevel, Observer, ObserverChoice,
-    Phase, Proto, Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
+    PerProto, Phase, Proto, Scenario, ServerIo, TcChoice, XdpMode, XdpModeChoice,
 };
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};

@@ -112,6 +112,9 @@ pub struct ProtoSpec {
     pub scheme: &'static str,
     /// The port it is served on unless told otherwise.
     pub port: u16,
+    /// attach's flag for the CPUs cpumap steers it to: its kernel class's set, or
+    /// `--other-cpus` for a protocol the kernel programs do not count apart.
+    pub cpus_flag: &'static str,
 }
 
 impl Proto {
@@ -122,12 +125,14 @@ impl Proto {
                 short: "HTTP",
                 scheme: "http",
                 port: 8080,
+                cpus_flag: "--http-cpus",
             },
             Proto::Zap => ProtoSpec {
                 label: "ZAP",
                 short: "ZAP",
                 scheme: "zap",
                 port: 9653,
+                cpus_flag: "--zap-cpus",
             },
         }
     }
@@ -135,10 +140,36 @@ impl Proto {
     pub fn label(self) -> &'static str {
         self.spec().label
     }
+}
 
-    /// Its place in per-protocol arrays (`[T; Proto::ALL.len()]`).
-    pub fn index(self) -> usize {
-        self as usize
+/// One value per protocol, indexed by [`Proto`]: what a struct would otherwise hold as one
+/// named field per protocol, so a new protocol needs no new field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerProto<T>([T; Proto::ALL.len()]);
+
+impl<T> PerProto<T> {
+    /// Each protocol's value from `f`.
+    pub fn each(f: impl FnMut(Proto) -> T) -> Self {
+        let mut f = f;
+        Self(std::array::from_fn(|i| f(Proto::ALL[i])))
+    }
+
+    /// Every protocol with its value, in canonical order.
+    pub fn iter(&self) -> impl Iterator<Item = (Proto, &T)> {
+        Proto::ALL.iter().copied().zip(self.0.iter())
+    }
+}
+
+impl<T> std::ops::Index<Proto> for PerProto<T> {
+    type Output = T;
+    fn index(&self, p: Proto) -> &T {
+        &self.0[p as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<Proto> for PerProto<T> {
+    fn index_mut(&mut self, p: Proto) -> &mut T {
+        &mut self.0[p as usize]
     }
 }
 
@@ -388,6 +419,17 @@ mod tests {
             assert_eq!(serde_json::from_str::<Scenario>(&json).unwrap(), *s);
         }
         assert_eq!("skb".parse::<XdpMode>(), Ok(XdpMode::Skb));
+    }
+
+    #[test]
+    fn each_protocol_has_its_own_place() {
+        let mut m = PerProto::each(|p| p.as_str().to_string());
+        for (p, v) in m.iter() {
+            assert_eq!(v, p.as_str());
+        }
+        m[Proto::Zap].push('!');
+        assert_eq!(m[Proto::Zap], "zap!");
+        assert_eq!(m[Proto::Http], "http");
     }
 
     #[test]

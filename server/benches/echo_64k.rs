@@ -3,7 +3,7 @@
 //! request in flight; the server's worker is pinned to one CPU and the clients to another.
 //! Arms are rotated within each repetition and ratios are taken per repetition.
 //! RXSTEER_BENCH_JSON=FILE writes every figure. Run: cargo xtask bench echo
-use rxsteer_server::{start, ServeConfig};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig};
 use rxsteer_wire::zaphttp::encode_request;
 use serde_json::json;
 use std::{
@@ -67,8 +67,7 @@ fn measure(arm: &Arm, cpu: u32) -> f64 {
 
 fn server(vectored_min: usize, cpu: u32) -> rxsteer_server::Server {
     let mut cfg = ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         cpus: Some(vec![cpu]),
         ..ServeConfig::default()
@@ -95,25 +94,25 @@ fn main() {
     let arms = [
         Arm {
             name: "http_vectored",
-            addr: vectored.http.unwrap(),
+            addr: vectored.addr[Proto::Http].unwrap(),
             request: http_req.clone(),
             response_len: http_resp,
         },
         Arm {
             name: "zap_vectored",
-            addr: vectored.zap.unwrap(),
+            addr: vectored.addr[Proto::Zap].unwrap(),
             request: zap_req.clone(),
             response_len: zap_resp,
         },
         Arm {
             name: "http_copy",
-            addr: copying.http.unwrap(),
+            addr: copying.addr[Proto::Http].unwrap(),
             request: http_req,
             response_len: http_resp,
         },
         Arm {
             name: "zap_copy",
-            addr: copying.zap.unwrap(),
+            addr: copying.addr[Proto::Zap].unwrap(),
             request: zap_req,
             response_len: zap_resp,
         },

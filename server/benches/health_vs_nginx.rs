@@ -15,7 +15,7 @@
 //!
 //! Needs nginx, wrk and perf on PATH (`cargo xtask bench nginx` installs them).
 //! RXSTEER_BENCH_JSON=FILE writes every figure.
-use rxsteer_server::{start, ServeConfig, ServerIo};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig, ServerIo};
 use serde_json::json;
 #[path = "common/floor.rs"]
 mod floor;
@@ -45,16 +45,17 @@ struct Arm {
 
 fn ours(io: ServerIo, cpu: u32) -> SocketAddr {
     start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: None,
+        listen: PerProto::each(|p| {
+            (p == Proto::Http).then(|| SocketAddr::from(([127, 0, 0, 1], 0)))
+        }),
         threads: 1,
         cpus: Some(vec![cpu]),
         io,
         ..ServeConfig::default()
     })
     .unwrap()
-    .http
-    .unwrap()
+    .addr[Proto::Http]
+        .unwrap()
 }
 
 fn thread_arm(name: &'static str, addr: SocketAddr, stat: String) -> Arm {

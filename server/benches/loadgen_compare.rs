@@ -24,7 +24,7 @@ mod nginx;
 mod wrk;
 
 use method::{children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, Target, REPS};
-use rxsteer_server::{start, ServeConfig};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
 
@@ -88,8 +88,7 @@ fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (load_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
     let s = start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         cpus: Some(vec![server_cpu]),
         ..ServeConfig::default()
@@ -97,8 +96,8 @@ fn main() {
     .unwrap();
     let server_thread = new_thread("rxsteer-serve-0", &[]);
     let (http, zap) = (
-        format!("http://{}", s.http.unwrap()),
-        format!("zap://{}", s.zap.unwrap()),
+        format!("http://{}", s.addr[Proto::Http].unwrap()),
+        format!("zap://{}", s.addr[Proto::Zap].unwrap()),
     );
     println!("server: 1 worker (epoll) on CPU {server_cpu}; load generators on CPU {load_cpu}, -c{CONNS}, one thread, {DURATION}, no warm-up; {REPS} repetitions, arms rotated");
     // The ZAP floor: our server's exact ZAP /health frame, sent for every read and nothing

@@ -21,7 +21,7 @@ use std::{
 };
 
 use config::ConnConfig;
-pub use rxsteer_records::{Proto, ServerIo};
+pub use rxsteer_records::{PerProto, Proto, ServerIo};
 use rxsteer_tune::pin::pin_current_thread;
 use rxsteer_wire::http1::Limits;
 
@@ -29,7 +29,7 @@ use rxsteer_wire::http1::Limits;
 #[derive(Debug, Default)]
 pub struct Served {
     /// Requests answered, per protocol (`of`).
-    pub requests: [AtomicU64; Proto::ALL.len()],
+    pub requests: PerProto<AtomicU64>,
     /// New connections closed at once because their worker held `max_connections`.
     pub refused: AtomicU64,
     /// Accepts that failed (out of descriptors or memory: accepting then pauses).
@@ -39,14 +39,14 @@ pub struct Served {
 impl Served {
     /// The count of `proto`'s requests.
     pub fn of(&self, proto: Proto) -> &AtomicU64 {
-        &self.requests[proto.index()]
+        &self.requests[proto]
     }
 }
 
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub http: Option<SocketAddr>,
-    pub zap: Option<SocketAddr>,
+    /// Where each protocol listens (`None`: not served).
+    pub listen: PerProto<Option<SocketAddr>>,
     pub threads: usize,
     /// The I/O engine every worker runs.
     pub io: ServerIo,
@@ -60,8 +60,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            http: Some(SocketAddr::from(([0, 0, 0, 0], Proto::Http.spec().port))),
-            zap: Some(SocketAddr::from(([0, 0, 0, 0], Proto::Zap.spec().port))),
+            listen: PerProto::each(|p| Some(SocketAddr::from(([0, 0, 0, 0], p.spec().port)))),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             io: ServerIo::Epoll,
             cpus: None,
@@ -82,8 +81,8 @@ impl Default for ServeConfig {
 
 /// A running server: its bound addresses and counters. Workers run until the process exits.
 pub struct Server {
-    pub http: Option<SocketAddr>,
-    pub zap: Option<SocketAddr>,
+    /// Where each protocol was bound (port 0 resolved).
+    pub addr: PerProto<Option<SocketAddr>>,
     pub served: Arc<Served>,
 }
 
@@ -106,15 +105,15 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
     }
     let mut bound: Vec<(Proto, SocketAddr)> = Vec::new();
     let mut first: Vec<(Proto, TcpListener)> = Vec::new();
-    for (t, addr) in [(Proto::Http, cfg.http), (Proto::Zap, cfg.zap)] {
-        if let Some(addr) = addr {
+    for (t, addr) in cfg.listen.iter() {
+        if let Some(addr) = *addr {
             let l = listener(addr)?;
             bound.push((t, l.local_addr()?));
             first.push((t, l));
         }
     }
     if bound.is_empty() {
-        bail!("nothing to serve: no HTTP and no ZAP address");
+        bail!("nothing to serve: no address for any protocol");
     }
     let served = Arc::new(Served::default());
     let conn = Arc::new(cfg.conn.clone());
@@ -150,10 +149,8 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
             Err(_) => bail!("a server worker ended before it started serving"),
         }
     }
-    let addr_of = |t| bound.iter().find(|(bt, _)| *bt == t).map(|&(_, a)| a);
     Ok(Server {
-        http: addr_of(Proto::Http),
-        zap: addr_of(Proto::Zap),
+        addr: PerProto::each(|t| bound.iter().find(|(bt, _)| *bt == t).map(|&(_, a)| a)),
         served,
     })
 }

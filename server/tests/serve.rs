@@ -3,7 +3,7 @@
 #[macro_use]
 mod common;
 
-use rxsteer_server::{ServeConfig, ServerIo};
+use rxsteer_server::{PerProto, Proto, ServeConfig, ServerIo};
 use rxsteer_wire::{
     native::{EthCallReq, EthCallResp},
     rpc,
@@ -18,8 +18,7 @@ use std::{
 
 server_per_engine!({
     let mut cfg = ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 2,
         ..ServeConfig::default()
     };
@@ -62,7 +61,7 @@ fn read_http(s: &mut TcpStream, n: usize) -> Vec<(u16, Vec<u8>)> {
 }
 
 fn http(io: ServerIo, req: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = connect(server(io).http.unwrap());
+    let mut s = connect(server(io).addr[Proto::Http].unwrap());
     s.write_all(req).unwrap();
     read_http(&mut s, 1).remove(0)
 }
@@ -118,7 +117,7 @@ fn http_routes(io: ServerIo) {
 }
 
 fn http_pipelined_requests_are_all_answered_in_order(io: ServerIo) {
-    let mut s = connect(server(io).http.unwrap());
+    let mut s = connect(server(io).addr[Proto::Http].unwrap());
     let mut reqs = Vec::new();
     for i in 0..50 {
         reqs.extend_from_slice(
@@ -138,7 +137,7 @@ fn http_pipelined_requests_are_all_answered_in_order(io: ServerIo) {
 /// A client that sends its requests and then shuts its sending side still gets every answer,
 /// large ones included (they may be in flight when the end of its input arrives), then a close.
 fn a_half_closed_client_gets_every_response_then_the_close(io: ServerIo) {
-    let mut s = connect(server(io).http.unwrap());
+    let mut s = connect(server(io).addr[Proto::Http].unwrap());
     let big = vec![b'b'; 300 << 10];
     let mut reqs = Vec::new();
     for i in 0..20 {
@@ -199,7 +198,7 @@ fn http_bad_requests_get_their_status_and_close(io: ServerIo) {
         ),
     ];
     for (req, status) in cases {
-        let mut s = connect(server(io).http.unwrap());
+        let mut s = connect(server(io).addr[Proto::Http].unwrap());
         s.write_all(&req).unwrap();
         let got = read_http(&mut s, 1);
         assert_eq!(
@@ -211,7 +210,7 @@ fn http_bad_requests_get_their_status_and_close(io: ServerIo) {
         assert!(closed(&mut s), "closed after {status}");
     }
     // Connection: close is honoured after the response.
-    let mut s = connect(server(io).http.unwrap());
+    let mut s = connect(server(io).addr[Proto::Http].unwrap());
     s.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     assert_eq!(read_http(&mut s, 1)[0].0, 200);
@@ -248,7 +247,7 @@ fn read_zap(s: &mut TcpStream, n: usize) -> Vec<(u16, Vec<u8>, Vec<u8>)> {
 }
 
 fn zap_routes_and_pipelining(io: ServerIo) {
-    let mut s = connect(server(io).zap.unwrap());
+    let mut s = connect(server(io).addr[Proto::Zap].unwrap());
     let host: &[(&[u8], &[u8])] = &[(b"Host", b"127.0.0.1:8391")];
     s.write_all(&zap_request(b"GET", b"/health", host, b""))
         .unwrap();
@@ -295,7 +294,7 @@ fn zap_routes_and_pipelining(io: ServerIo) {
 }
 
 fn zap_bad_frames(io: ServerIo) {
-    let addr = server(io).zap.unwrap();
+    let addr = server(io).addr[Proto::Zap].unwrap();
     // Zero length and a length over the limit: closed, as the reference does, no reply.
     for prefix in [0u32, (2 << 20) + 1, u32::MAX] {
         let mut s = connect(addr);

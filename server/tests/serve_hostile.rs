@@ -3,7 +3,7 @@
 #[macro_use]
 mod common;
 
-use rxsteer_server::{ServeConfig, ServerIo};
+use rxsteer_server::{PerProto, Proto, ServeConfig, ServerIo};
 use rxsteer_wire::zaphttp::encode_request;
 use std::{
     io::{Read, Write},
@@ -16,8 +16,7 @@ const REQUEST: Duration = Duration::from_millis(1500);
 
 server_per_engine!({
     let mut cfg = ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         ..ServeConfig::default()
     };
@@ -66,11 +65,11 @@ fn closed_at_once(s: &mut TcpStream) -> Vec<u8> {
 
 /// A good client still gets answers on both transports.
 fn still_serving(io: ServerIo) {
-    let mut h = conn(server(io).http.unwrap());
+    let mut h = conn(server(io).addr[Proto::Http].unwrap());
     h.write_all(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     assert!(closed_at_once(&mut h).ends_with(b"\r\n\r\nok"));
-    let mut z = conn(server(io).zap.unwrap());
+    let mut z = conn(server(io).addr[Proto::Zap].unwrap());
     let mut req = Vec::new();
     encode_request(&mut req, b"GET", b"/health", &[], b"");
     z.write_all(&req).unwrap();
@@ -82,10 +81,10 @@ fn still_serving(io: ServerIo) {
 fn half_a_request_then_silence_is_closed_after_the_idle_timeout(io: ServerIo) {
     for (addr, half) in [
         (
-            server(io).http.unwrap(),
+            server(io).addr[Proto::Http].unwrap(),
             b"GET /health HTTP/1.1\r\nHost: x\r\n".to_vec(),
         ),
-        (server(io).zap.unwrap(), {
+        (server(io).addr[Proto::Zap].unwrap(), {
             let mut r = Vec::new();
             encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
             r.truncate(300);
@@ -102,7 +101,7 @@ fn half_a_request_then_silence_is_closed_after_the_idle_timeout(io: ServerIo) {
 }
 
 fn garbage_overruns_and_bad_text_get_defined_answers(io: ServerIo) {
-    let zap = server(io).zap.unwrap();
+    let zap = server(io).addr[Proto::Zap].unwrap();
     // Random bytes as a "frame" of plausible length: 400 then closed.
     let mut s = conn(zap);
     let mut junk = vec![0, 0, 0, 64];
@@ -135,7 +134,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers(io: ServerIo) {
     s.read_exact(&mut head).unwrap();
     assert_eq!(u16::from_le_bytes([head[20], head[21]]), 404);
     // HTTP: invalid UTF-8 in the request line is a 400.
-    let mut s = conn(server(io).http.unwrap());
+    let mut s = conn(server(io).addr[Proto::Http].unwrap());
     s.write_all(b"GET /\xff\xfe HTTP/1.1\r\n\r\n").unwrap();
     let got = closed_at_once(&mut s);
     assert!(
@@ -148,16 +147,7 @@ fn garbage_overruns_and_bad_text_get_defined_answers(io: ServerIo) {
 
 fn many_idle_connections_do_not_stop_service(io: ServerIo) {
     let conns: Vec<TcpStream> = (0..500)
-        .map(|i| {
-            conn(
-                if i % 2 == 0 {
-                    server(io).http
-                } else {
-                    server(io).zap
-                }
-                .unwrap(),
-            )
-        })
+        .map(|i| conn(server(io).addr[if i % 2 == 0 { Proto::Http } else { Proto::Zap }].unwrap()))
         .collect();
     still_serving(io);
     drop(conns);
@@ -166,11 +156,11 @@ fn many_idle_connections_do_not_stop_service(io: ServerIo) {
 fn slowloris_trickling_bytes_never_idles_but_is_closed_at_the_request_deadline(io: ServerIo) {
     for (addr, endless) in [
         (
-            server(io).http.unwrap(),
+            server(io).addr[Proto::Http].unwrap(),
             b"GET /health HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
                 .to_vec(),
         ),
-        (server(io).zap.unwrap(), {
+        (server(io).addr[Proto::Zap].unwrap(), {
             let mut r = Vec::new();
             encode_request(&mut r, b"POST", b"/echo", &[], &[7; 1000]);
             r

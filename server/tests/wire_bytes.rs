@@ -4,7 +4,7 @@
 #[macro_use]
 mod common;
 
-use rxsteer_server::{start, ServeConfig, ServerIo};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig, ServerIo};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
     io::{Read, Write},
@@ -66,8 +66,7 @@ fn http_post(path: &str, ct: &str, body: &[u8]) -> Vec<u8> {
 
 fn scenario_sizes_on_both_transports(io: ServerIo) {
     let server = start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         io,
         ..ServeConfig::default()
@@ -166,12 +165,7 @@ fn scenario_sizes_on_both_transports(io: ServerIo) {
         "scenario", "wire", "request", "response"
     );
     for (name, transport, req, want_req, want_resp) in cases {
-        let addr = if transport == "zap" {
-            server.zap
-        } else {
-            server.http
-        }
-        .unwrap();
+        let addr = server.addr[transport.parse::<Proto>().unwrap()].unwrap();
         let resp = roundtrip(addr, &req, want_resp);
         println!("{name:<12} {transport:<5} {:>9} {resp:>9}", req.len());
         assert_eq!(

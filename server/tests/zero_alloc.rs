@@ -1,7 +1,7 @@
 //! Zero allocation per request, measured: the counting global allocator (rxsteer-alloc) judges
 //! only the server's worker thread; after a warm-up, 10 000 requests per route and transport must
 //! allocate nothing. Prints allocs/request and bytes/request for each.
-use rxsteer_server::{start, ServeConfig, ServerIo};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig, ServerIo};
 use rxsteer_wire::{native::EthCallReq, zaphttp::encode_request};
 use std::{
     io::{Read, Write},
@@ -92,8 +92,7 @@ fn report(name: &str, requests: usize, c: rxsteer_alloc::Counts, failures: &mut 
 
 fn one_engine(io: ServerIo) -> Vec<String> {
     let server = start(ServeConfig {
-        http: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        zap: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen: PerProto::each(|_| Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
         threads: 1,
         io,
         on_worker_start: Some(mark_worker),
@@ -181,7 +180,7 @@ fn one_engine(io: ServerIo) -> Vec<String> {
     let mut buf = vec![0u8; 1 << 20];
     let mut failures = Vec::new();
     for (name, is_zap, req) in &cases {
-        let addr = if *is_zap { server.zap } else { server.http }.unwrap();
+        let addr = server.addr[if *is_zap { Proto::Zap } else { Proto::Http }].unwrap();
         let before_open = rxsteer_alloc::marked();
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
@@ -197,7 +196,7 @@ fn one_engine(io: ServerIo) -> Vec<String> {
     }
     // Pipelined: 16 requests in each write, all answered in one response write.
     for (name, is_zap, req) in cases.iter().take(3) {
-        let addr = if *is_zap { server.zap } else { server.http }.unwrap();
+        let addr = server.addr[if *is_zap { Proto::Zap } else { Proto::Http }].unwrap();
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
         let len = response_len(&mut s, req, *is_zap);
@@ -227,7 +226,7 @@ fn one_engine(io: ServerIo) -> Vec<String> {
     }
     // Concurrent: CONCURRENT connections, each on its own client thread, at once.
     for (name, is_zap, req) in cases.iter().take(3) {
-        let addr = if *is_zap { server.zap } else { server.http }.unwrap();
+        let addr = server.addr[if *is_zap { Proto::Zap } else { Proto::Http }].unwrap();
         let start_line = std::sync::Barrier::new(CONCURRENT + 1);
         let end_line = std::sync::Barrier::new(CONCURRENT + 1);
         let closed_line = std::sync::Barrier::new(CONCURRENT + 1);

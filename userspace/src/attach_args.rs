@@ -63,7 +63,7 @@ pub fn validate(args: &AttachArgs) -> Result<SteerSets> {
 }
 
 /// The command-line flag of a steering set.
-fn set_flag(set: SteerSet) -> &'static str {
+pub fn set_flag(set: SteerSet) -> &'static str {
     match set {
         SteerSet::Http => "--http-cpus",
         SteerSet::Zap => "--zap-cpus",

@@ -1,6 +1,6 @@
 //! `rxsteer serve`: the command line of the servers in `rxsteer-server`.
 use anyhow::{bail, Result};
-use rxsteer_server::{start, ServeConfig, ServerIo};
+use rxsteer_server::{start, PerProto, Proto, ServeConfig, ServerIo};
 use rxsteer_wire::http1::Limits;
 use std::{net::SocketAddr, sync::atomic::Ordering, time::Duration};
 
@@ -72,6 +72,16 @@ pub struct ServeArgs {
     pub stats: Option<Duration>,
 }
 
+impl ServeArgs {
+    /// The addresses given, per protocol (`--http`, `--zap`).
+    fn listen(&self) -> PerProto<Option<SocketAddr>> {
+        PerProto::each(|p| match p {
+            Proto::Http => self.http,
+            Proto::Zap => self.zap,
+        })
+    }
+}
+
 pub fn run(args: &ServeArgs) -> Result<()> {
     let online = rxsteer_tune::cpus::online_cpus()?;
     if let Some(c) = args
@@ -82,9 +92,9 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         bail!("CPU {c} in --cpus is not online on this machine");
     }
     let mut cfg = ServeConfig::default();
-    if args.http.is_some() || args.zap.is_some() {
-        cfg.http = args.http;
-        cfg.zap = args.zap;
+    let given = args.listen();
+    if given.iter().any(|(_, a)| a.is_some()) {
+        cfg.listen = given;
     }
     cfg.threads = args
         .threads
@@ -101,11 +111,17 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     // Handlers before the ready line: a SIGTERM sent as soon as it is seen must find them.
     let stop = crate::signals::stop_on_signals()?;
     let server = start(cfg.clone())?;
-    let show = |a: Option<SocketAddr>| a.map_or("off".to_string(), |a| a.to_string());
+    let on: Vec<String> = server
+        .addr
+        .iter()
+        .map(|(p, a)| {
+            let a = a.map_or("off".to_string(), |a| a.to_string());
+            format!("{} on {a}", p.spec().short)
+        })
+        .collect();
     eprintln!(
-        "rxsteer serve: HTTP on {}, ZAP on {}, {} worker thread(s) on {}, at most {} connections each{}",
-        show(server.http),
-        show(server.zap),
+        "rxsteer serve: {}, {} worker thread(s) on {}, at most {} connections each{}",
+        on.join(", "),
         cfg.threads,
         cfg.io,
         cfg.conn.max_connections,

@@ -52,8 +52,7 @@ fn attach_args(
         watch.observe.as_str().into(),
     ];
     match arm.mode.steering().cpus {
-        // The class's CPU set: `--http-cpus`, `--zap-cpus`.
-        CpuFlags::PerClass => args.extend([format!("--{proto}-cpus"), targets]),
+        CpuFlags::PerClass => args.extend([proto.spec().cpus_flag.into(), targets]),
         CpuFlags::List => args.extend(["--cpus".into(), targets]),
         CpuFlags::Nothing => {}
     }
@@ -183,7 +182,9 @@ fn spawn_reader(attach: &mut Child) -> Result<mpsc::Receiver<SampleLine>> {
 mod tests {
     use super::*;
     use crate::attach_args::{self, AttachArgs};
-    use rxsteer_dataplane::{FragsChoice, ObserveLevel, ObserverChoice, TcChoice, XdpModeChoice};
+    use rxsteer_dataplane::{
+        FragsChoice, ObserveLevel, ObserverChoice, SteerSet, TcChoice, XdpModeChoice,
+    };
     use rxsteer_records::Mode;
 
     #[derive(clap::Parser)]
@@ -223,11 +224,12 @@ mod tests {
                 assert_eq!(parsed.a.steer, mode);
                 let sets = attach_args::validate(&parsed.a).unwrap();
                 if mode.steering().cpus == CpuFlags::PerClass {
-                    let class = match proto {
-                        Proto::Http => &sets.http,
-                        Proto::Zap => &sets.zap,
-                    };
-                    assert_eq!(class, &[target], "{argv:?}");
+                    let flag = proto.spec().cpus_flag;
+                    let set = [SteerSet::Http, SteerSet::Zap, SteerSet::Other]
+                        .into_iter()
+                        .find(|s| attach_args::set_flag(*s) == flag)
+                        .unwrap_or_else(|| panic!("{flag} is no steering set's flag"));
+                    assert_eq!(sets.set(set), &[target], "{argv:?}");
                 }
             }
         }
