@@ -79,44 +79,7 @@ fn server(vectored_min: usize, cpu: u32) -> rxsteer_server::Server {
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (client_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
-    let vectored = server(rxsteer_server::config::VECTORED_MIN, server_cpu);
-    let copying = server(usize::MAX, server_cpu);
-    let body = vec![b'e'; BODY];
-    let http_req = [
-        format!("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {BODY}\r\n\r\n").as_bytes(),
-        &body,
-    ]
-    .concat();
-    let http_resp = format!("HTTP/1.1 200 OK\r\nServer: rxsteer\r\nContent-Type: application/octet-stream\r\nContent-Length: {BODY}\r\n\r\n").len() + BODY;
-    let mut zap_req = Vec::new();
-    encode_request(&mut zap_req, b"POST", b"/echo", &[(b"Host", b"x")], &body);
-    let zap_resp = 4 + 16 + 48 + 2 + 8 + (4 + 8 + 12 + 24) + BODY;
-    let arms = [
-        Arm {
-            name: "http_vectored",
-            addr: vectored.addr[Proto::Http].unwrap(),
-            request: http_req.clone(),
-            response_len: http_resp,
-        },
-        Arm {
-            name: "zap_vectored",
-            addr: vectored.addr[Proto::Zap].unwrap(),
-            request: zap_req.clone(),
-            response_len: zap_resp,
-        },
-        Arm {
-            name: "http_copy",
-            addr: copying.addr[Proto::Http].unwrap(),
-            request: http_req,
-            response_len: http_resp,
-        },
-        Arm {
-            name: "zap_copy",
-            addr: copying.addr[Proto::Zap].unwrap(),
-            request: zap_req,
-            response_len: zap_resp,
-        },
-    ];
+    let arms = arms(server_cpu);
     println!("POST /echo 64 KiB, {CONNS} closed-loop connections, {WINDOW:?} per arm, {REPS} repetitions, arms rotated");
     println!("server worker on CPU {server_cpu}, clients on CPU {client_cpu}");
     let mut raw = Vec::new();
@@ -143,6 +106,53 @@ fn main() {
         zap_vs_http.push(this[1] / this[0]);
         vec_vs_copy.push(this[1] / this[3]);
     }
+    report(&arms, per_arm, zap_vs_http, vec_vs_copy, raw);
+}
+
+/// HTTP and ZAP, each on a server that sends large bodies without copying (vectored) and on
+/// one that copies every body (the threshold out of reach), all pinned to `cpu`.
+fn arms(cpu: u32) -> [Arm; 4] {
+    let vectored = server(rxsteer_server::config::VECTORED_MIN, cpu);
+    let copying = server(usize::MAX, cpu);
+    let body = vec![b'e'; BODY];
+    let http_req = [
+        format!("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {BODY}\r\n\r\n").as_bytes(),
+        &body,
+    ]
+    .concat();
+    let http_resp = format!("HTTP/1.1 200 OK\r\nServer: rxsteer\r\nContent-Type: application/octet-stream\r\nContent-Length: {BODY}\r\n\r\n").len() + BODY;
+    let mut zap_req = Vec::new();
+    encode_request(&mut zap_req, b"POST", b"/echo", &[(b"Host", b"x")], &body);
+    let zap_resp = 4 + 16 + 48 + 2 + 8 + (4 + 8 + 12 + 24) + BODY;
+    let arm =
+        |name, server: &rxsteer_server::Server, p: Proto, request: &Vec<u8>, response_len| Arm {
+            name,
+            addr: server.addr[p].unwrap(),
+            request: request.clone(),
+            response_len,
+        };
+    [
+        arm(
+            "http_vectored",
+            &vectored,
+            Proto::Http,
+            &http_req,
+            http_resp,
+        ),
+        arm("zap_vectored", &vectored, Proto::Zap, &zap_req, zap_resp),
+        arm("http_copy", &copying, Proto::Http, &http_req, http_resp),
+        arm("zap_copy", &copying, Proto::Zap, &zap_req, zap_resp),
+    ]
+}
+
+/// Medians and ranges, printed and written where `cargo xtask bench` asked.
+fn report(
+    arms: &[Arm],
+    mut per_arm: Vec<Vec<f64>>,
+    mut zap_vs_http: Vec<f64>,
+    mut vec_vs_copy: Vec<f64>,
+    raw: Vec<serde_json::Value>,
+) {
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]

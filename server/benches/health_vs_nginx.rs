@@ -27,7 +27,8 @@ mod nginx;
 mod wrk;
 
 use method::{
-    new_thread, nginx_worker, noisy, ratio, summary, task_id, user_sys_seconds, Target, REPS,
+    new_thread, nginx_worker, noisy, ratio, summary, task_id, user_sys_seconds, Measured, Target,
+    REPS,
 };
 use nginx::{free_port, nginx};
 use std::{net::SocketAddr, time::Duration};
@@ -67,16 +68,87 @@ fn thread_arm(name: &'static str, addr: SocketAddr, stat: String) -> Arm {
     }
 }
 
+/// The arms' indices the figures are taken against.
+const NGINX: usize = 2;
+const FLOOR_EPOLL: usize = 3;
+const FLOOR_URING: usize = 4;
+
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (wrk_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
+    let (arms, _nginx) = arms(server_cpu);
+    let names: Vec<&str> = arms.iter().map(|a| a.name).collect();
+    println!("GET /health, wrk -t1 -c{CONNS} -d{DURATION} on CPU {wrk_cpu}; servers: 1 worker on CPU {server_cpu}; {REPS} repetitions, arm order rotated");
+    println!("arms: {names:?}; the floors only read and send a fixed response (a lower bound on a server's cost, not a server)");
+    // Per arm, per repetition: where the server's time went per request.
+    let (mut user_ns, mut sys_ns) = (
+        vec![vec![0f64; REPS]; arms.len()],
+        vec![vec![0f64; REPS]; arms.len()],
+    );
+    let r = method::rotate(
+        arms.len(),
+        |rep| format!("rep {rep}"),
+        |rep, i| {
+            let a = &arms[i];
+            let (u0, s0) = user_sys_seconds(&a.stat);
+            let w = wrk::run(&a.url, wrk_cpu, CONNS, DURATION);
+            let (u1, s1) = user_sys_seconds(&a.stat);
+            let (user, sys) = (u1 - u0, s1 - s0);
+            let cpu = user + sys;
+            user_ns[i][rep] = user * 1e9 / w.requests;
+            sys_ns[i][rep] = sys * 1e9 / w.requests;
+            let per_cpu_s = w.requests / cpu.max(0.01);
+            Measured {
+                req_per_s: w.req_per_s,
+                per_cpu_s,
+                raw: json!({"server": a.name, "req_per_s": w.req_per_s, "requests": w.requests,
+                    "server_cpu_s": cpu, "server_user_s": user, "server_sys_s": sys,
+                    "req_per_server_cpu_s": per_cpu_s, "wrk": w.text}),
+            }
+        },
+        |i, rps, eff| format!("{} {rps:.0} req/s, {eff:.0}/server CPU-s", names[i]),
+        "; ",
+    );
+    let mut noise = Vec::new();
+    let mut per_arm = serde_json::Map::new();
+    for (i, a) in arms.iter().enumerate() {
+        noise.extend(noisy(a.name, "req per server CPU-s", &r.eff[i]));
+        let (u, k) = (summary(&user_ns[i]), summary(&sys_ns[i]));
+        println!(
+            "{}: server ns per request: user (its own code) {:.0}, kernel {:.0} (medians; /proc utime and stime)",
+            a.name, u.median, k.median
+        );
+        per_arm.insert(
+            a.name.into(),
+            json!({"req_per_s": summary(&r.rps[i]), "req_per_server_cpu_s": summary(&r.eff[i]),
+                "user_ns_per_req": u, "kernel_ns_per_req": k}),
+        );
+    }
+    let (vs, vs_floor, uring_over_epoll) = versus(&names, &r);
+    let targets = targets(&r.eff);
+    for t in &targets {
+        println!("{t}");
+    }
+    let counters = counters(&arms, wrk_cpu);
+    method::say_noise(&noise);
+    method::write_json(
+        &json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
+        "reps": REPS, "noisy": noise, "arms": per_arm, "vs_nginx": vs,
+        "vs_floor_epoll": vs_floor, "uring_over_epoll": uring_over_epoll, "targets": targets,
+        "counters": counters, "raw": r.raw}),
+    );
+}
+
+/// Our server on each engine, nginx and the two floors, all serving on `cpu` (nginx's
+/// process is returned to keep it running).
+fn arms(cpu: u32) -> (Vec<Arm>, nginx::Nginx) {
     // Both of our servers name their worker rxsteer-serve-0: told apart by which came first.
-    let epoll = ours(ServerIo::Epoll, server_cpu);
+    let epoll = ours(ServerIo::Epoll, cpu);
     let epoll_thread = new_thread("rxsteer-serve-0", &[]);
-    let uring = ours(ServerIo::Uring, server_cpu);
+    let uring = ours(ServerIo::Uring, cpu);
     let uring_thread = new_thread("rxsteer-serve-0", std::slice::from_ref(&epoll_thread));
     let port = free_port();
-    let nginx_proc = nginx(port, server_cpu);
+    let nginx_proc = nginx(port, cpu);
     let nginx_stat = nginx_worker(nginx_proc.id());
     // The floors send exactly our server's /health response.
     let mut ok = Vec::new();
@@ -88,8 +160,8 @@ fn main() {
         false,
     );
     let ok: &'static [u8] = ok.leak();
-    let (f_epoll, f_uring) = (floor::epoll(server_cpu, ok), floor::uring(server_cpu, ok));
-    let arms = [
+    let (f_epoll, f_uring) = (floor::epoll(cpu, ok), floor::uring(cpu, ok));
+    let arms = vec![
         thread_arm("rxsteer-epoll", epoll, epoll_thread),
         thread_arm("rxsteer-uring", uring, uring_thread),
         Arm {
@@ -101,77 +173,30 @@ fn main() {
         thread_arm("floor-epoll", f_epoll, new_thread("floor-epoll", &[])),
         thread_arm("floor-uring", f_uring, new_thread("floor-uring", &[])),
     ];
-    let (nginx_i, floor_i) = (2, 3);
-    let names: Vec<&str> = arms.iter().map(|a| a.name).collect();
-    println!("GET /health, wrk -t1 -c{CONNS} -d{DURATION} on CPU {wrk_cpu}; servers: 1 worker on CPU {server_cpu}; {REPS} repetitions, arm order rotated");
-    println!("arms: {names:?}; the floors only read and send a fixed response (a lower bound on a server's cost, not a server)");
-    // Per arm, per repetition: req/s and requests per server CPU-second.
-    let (mut rps, mut eff) = (
-        vec![vec![0f64; REPS]; arms.len()],
-        vec![vec![0f64; REPS]; arms.len()],
-    );
-    let (mut user_ns, mut sys_ns) = (rps.clone(), rps.clone());
-    let mut raw = Vec::new();
-    for rep in 0..REPS {
-        for k in 0..arms.len() {
-            let i = (k + rep) % arms.len();
-            let a = &arms[i];
-            let (u0, s0) = user_sys_seconds(&a.stat);
-            let w = wrk::run(&a.url, wrk_cpu, CONNS, DURATION);
-            let (u1, s1) = user_sys_seconds(&a.stat);
-            let (user, sys) = (u1 - u0, s1 - s0);
-            let cpu = user + sys;
-            rps[i][rep] = w.req_per_s;
-            eff[i][rep] = w.requests / cpu.max(0.01);
-            user_ns[i][rep] = user * 1e9 / w.requests;
-            sys_ns[i][rep] = sys * 1e9 / w.requests;
-            raw.push(
-                json!({"rep": rep, "order": k, "server": a.name, "req_per_s": w.req_per_s,
-                "requests": w.requests, "server_cpu_s": cpu, "server_user_s": user, "server_sys_s": sys,
-                "req_per_server_cpu_s": eff[i][rep], "wrk": w.text}),
-            );
-        }
-        let cells: Vec<String> = (0..arms.len())
-            .map(|i| {
-                format!(
-                    "{} {:.0} req/s, {:.0}/server CPU-s",
-                    names[i], rps[i][rep], eff[i][rep]
-                )
-            })
-            .collect();
-        println!("rep {rep}: {}", cells.join("; "));
-    }
-    let mut noise = Vec::new();
-    let mut per_arm = serde_json::Map::new();
-    for (i, a) in arms.iter().enumerate() {
-        noise.extend(noisy(a.name, "req per server CPU-s", &eff[i]));
-        let (u, k) = (summary(&user_ns[i]), summary(&sys_ns[i]));
-        println!(
-            "{}: server ns per request: user (its own code) {:.0}, kernel {:.0} (medians; /proc utime and stime)",
-            a.name, u.median, k.median
-        );
-        per_arm.insert(
-            a.name.into(),
-            json!({"req_per_s": summary(&rps[i]), "req_per_server_cpu_s": summary(&eff[i]),
-                "user_ns_per_req": u, "kernel_ns_per_req": k}),
-        );
-    }
-    let mut vs = serde_json::Map::new();
-    for (i, a) in arms.iter().enumerate() {
-        if i == nginx_i {
+    (arms, nginx_proc)
+}
+
+type Figures = serde_json::Map<String, serde_json::Value>;
+
+/// Every arm over nginx, our engines over floor-epoll, and io_uring over epoll.
+fn versus(names: &[&str], r: &method::Rotated) -> (Figures, Figures, method::Summary) {
+    let (rps, eff) = (&r.rps, &r.eff);
+    let mut vs = Figures::new();
+    for (i, name) in names.iter().enumerate() {
+        if i == NGINX {
             continue;
         }
-        let (r, e) = (ratio(&rps[i], &rps[nginx_i]), ratio(&eff[i], &eff[nginx_i]));
-        println!("{} / nginx, req/s: {r}", a.name);
-        println!("{} / nginx, requests per server CPU-second: {e}", a.name);
+        let (rr, e) = (ratio(&rps[i], &rps[NGINX]), ratio(&eff[i], &eff[NGINX]));
+        println!("{name} / nginx, req/s: {rr}");
+        println!("{name} / nginx, requests per server CPU-second: {e}");
         vs.insert(
-            a.name.into(),
-            json!({"ratio_req_per_s": r, "ratio_req_per_server_cpu_s": e}),
+            (*name).into(),
+            json!({"ratio_req_per_s": rr, "ratio_req_per_server_cpu_s": e}),
         );
     }
-    let mut vs_floor = serde_json::Map::new();
+    let mut vs_floor = Figures::new();
     for i in [0, 1] {
-        let e = ratio(&eff[i], &eff[floor_i]);
+        let e = ratio(&eff[i], &eff[FLOOR_EPOLL]);
         println!(
             "{} / floor-epoll, requests per server CPU-second: {e}",
             names[i]
@@ -180,30 +205,35 @@ fn main() {
     }
     let e = ratio(&eff[1], &eff[0]);
     println!("rxsteer-uring / rxsteer-epoll, requests per server CPU-second: {e}");
-    let floor_uring = ratio(&eff[4], &eff[nginx_i]).median;
-    let targets = [
+    (vs, vs_floor, e)
+}
+
+/// The README's targets for the io_uring engine.
+fn targets(eff: &[Vec<f64>]) -> [Target; 2] {
+    let floor_uring = ratio(&eff[FLOOR_URING], &eff[NGINX]).median;
+    [
         Target::new(
             "rxsteer-uring / floor-epoll, requests per server CPU-second",
-            ratio(&eff[1], &eff[floor_i]),
+            ratio(&eff[1], &eff[FLOOR_EPOLL]),
             1.0,
             None,
         ),
         Target::new(
             "rxsteer-uring / nginx, requests per server CPU-second",
-            ratio(&eff[1], &eff[nginx_i]),
+            ratio(&eff[1], &eff[NGINX]),
             1.5,
             Some(format!(
                 "the io_uring floor, which does nothing but its reads and sends, reaches {floor_uring:.2}x nginx: the kernel's part of a request bounds every server here (user and kernel ns above)"
             )),
         ),
-    ];
-    for t in &targets {
-        println!("{t}");
-    }
-    // Where the server's time goes, per request: one counted run per arm.
-    let mut counters = serde_json::Map::new();
+    ]
+}
+
+/// Where the server's time goes, per request: one counted run per arm.
+fn counters(arms: &[Arm], wrk_cpu: u32) -> Figures {
+    let mut counters = Figures::new();
     let window = Duration::from_secs(3);
-    for a in &arms {
+    for a in arms {
         let counted = std::thread::scope(|s| {
             let perf = s.spawn(|| method::perf_counts(a.perf, window));
             let w = wrk::run(&a.url, wrk_cpu, CONNS, "3s");
@@ -225,11 +255,5 @@ fn main() {
             None => println!("{}: perf stat gave no counts", a.name),
         }
     }
-    method::say_noise(&noise);
-    if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
-        let doc = json!({"bench": "health_vs_nginx", "conns": CONNS, "duration": DURATION,
-            "reps": REPS, "noisy": noise, "arms": per_arm, "vs_nginx": vs,
-            "vs_floor_epoll": vs_floor, "uring_over_epoll": e, "targets": targets, "counters": counters, "raw": raw});
-        std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    }
+    counters
 }

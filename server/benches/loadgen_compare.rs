@@ -23,7 +23,9 @@ mod nginx;
 #[path = "common/wrk.rs"]
 mod wrk;
 
-use method::{children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, Target, REPS};
+use method::{
+    children_cpu_s, cpu_seconds, new_thread, noisy, ratio, summary, Measured, Target, REPS,
+};
 use rxsteer_server::{start, PerProto, Proto, ServeConfig};
 use serde_json::json;
 use std::{net::SocketAddr, process::Command};
@@ -84,6 +86,14 @@ fn rxload(target: &str, scenario: &str, cpu: u32, io: &str) -> Load {
     }
 }
 
+/// What every part of the run adds to, and where the load generators run.
+struct Run {
+    load_cpu: u32,
+    doc: serde_json::Map<String, serde_json::Value>,
+    noise: Vec<String>,
+    targets: Vec<Target>,
+}
+
 fn main() {
     let cpus = rxsteer_tune::cpus::online_cpus().unwrap();
     let (load_cpu, server_cpu) = (cpus[0], *cpus.last().unwrap());
@@ -100,17 +110,14 @@ fn main() {
         format!("zap://{}", s.addr[Proto::Zap].unwrap()),
     );
     println!("server: 1 worker (epoll) on CPU {server_cpu}; load generators on CPU {load_cpu}, -c{CONNS}, one thread, {DURATION}, no warm-up; {REPS} repetitions, arms rotated");
-    // The ZAP floor: our server's exact ZAP /health frame, sent for every read and nothing
-    // else (common/floor.rs). Every ZAP server costs at least that, so with the same client
-    // floor-ZAP / HTTP bounds what ZAP / HTTP any ZAP server could reach against this one.
-    let mut ok = Vec::new();
-    let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer_server::handlers::CT_TEXT)];
-    rxsteer_wire::zaphttp::encode_response(&mut ok, 200, b"", &ct, b"ok", &[]);
-    let floor_zap = format!("zap://{}", floor::epoll(server_cpu, ok.leak()));
+    let floor_zap = zap_floor(server_cpu);
     let floor_thread = new_thread("floor-epoll", &[]);
-    let mut doc = serde_json::Map::new();
-    let mut noise = Vec::new();
-    let mut targets = Vec::new();
+    let mut run = Run {
+        load_cpu,
+        doc: serde_json::Map::new(),
+        noise: Vec::new(),
+        targets: Vec::new(),
+    };
     for scenario in ["health", "rpc"] {
         let mut arms = vec![
             ("HTTP", &http, &server_thread),
@@ -119,66 +126,7 @@ fn main() {
         if scenario == "health" {
             arms.push(("floor-ZAP", &floor_zap, &floor_thread));
         }
-        // Per arm, per repetition: req/s and requests per server CPU-second.
-        let (mut rps, mut eff) = (
-            vec![vec![0f64; REPS]; arms.len()],
-            vec![vec![0f64; REPS]; arms.len()],
-        );
-        let mut raw = Vec::new();
-        for rep in 0..REPS {
-            for k in 0..arms.len() {
-                let i = (k + rep) % arms.len();
-                let (name, url, stat) = arms[i];
-                let c0 = cpu_seconds(stat);
-                let l = rxload(url, scenario, load_cpu, "tokio");
-                let cpu = cpu_seconds(stat) - c0;
-                rps[i][rep] = l.req_per_s;
-                eff[i][rep] = l.requests / cpu.max(0.01);
-                raw.push(json!({"rep": rep, "order": k, "arm": name, "req_per_s": l.req_per_s,
-                    "requests": l.requests, "server_cpu_s": cpu, "req_per_server_cpu_s": eff[i][rep]}));
-            }
-            let cells: Vec<String> = (0..arms.len())
-                .map(|i| {
-                    format!(
-                        "{} {:.0} req/s, {:.0}/server CPU-s",
-                        arms[i].0, rps[i][rep], eff[i][rep]
-                    )
-                })
-                .collect();
-            println!("{scenario} rep {rep}: {}", cells.join("; "));
-        }
-        for (i, a) in arms.iter().enumerate() {
-            noise.extend(noisy(
-                &format!("{scenario} {}", a.0),
-                "req per server CPU-s",
-                &eff[i],
-            ));
-        }
-        let (r, e) = (ratio(&rps[1], &rps[0]), ratio(&eff[1], &eff[0]));
-        println!("{scenario}: ZAP / HTTP, req/s: {r}");
-        println!("{scenario}: ZAP / HTTP, requests per server CPU-second: {e}");
-        let mut fig = json!({"req_per_s": r, "req_per_server_cpu_s": e,
-            "http": {"req_per_s": summary(&rps[0]), "req_per_server_cpu_s": summary(&eff[0])},
-            "zap": {"req_per_s": summary(&rps[1]), "req_per_server_cpu_s": summary(&eff[1])},
-            "raw": raw});
-        let mut bound = None;
-        if arms.len() == 3 {
-            let b = ratio(&eff[2], &eff[0]);
-            println!("{scenario}: floor-ZAP / HTTP, requests per server CPU-second (the most any ZAP server reaches over this HTTP server): {b}");
-            fig["floor_zap_over_http_per_server_cpu_s"] = json!(b);
-            bound = Some(format!(
-                "the ZAP floor bounds it at {:.2} (the most any ZAP server reaches over this HTTP server)",
-                b.median
-            ));
-        }
-        let want = if scenario == "health" { 1.0 } else { 1.25 };
-        targets.push(Target::new(
-            &format!("ZAP / HTTP {scenario}, requests per server CPU-second"),
-            e,
-            want,
-            bound,
-        ));
-        doc.insert(format!("zap_over_http_{scenario}"), fig);
+        zap_over_http(&mut run, scenario, &arms);
     }
     let port = nginx::free_port();
     let _nginx = nginx::nginx(port, server_cpu);
@@ -186,87 +134,151 @@ fn main() {
         ("rxsteer", http.clone()),
         ("nginx", format!("http://127.0.0.1:{port}")),
     ] {
-        // Arms: rxload on tokio, rxload on io_uring, wrk; the order rotates each repetition.
-        let arms = ["rxload", "rxload --io uring", "wrk"];
-        let url = format!("{base}/health");
-        let (mut rps, mut eff) = (vec![vec![0f64; REPS]; 3], vec![vec![0f64; REPS]; 3]);
-        let mut raw = Vec::new();
-        for rep in 0..REPS {
-            for k in 0..3 {
-                let i = (k + rep) % 3;
-                let l = match i {
-                    0 => rxload(&url, "health", load_cpu, "tokio"),
-                    1 => rxload(&url, "health", load_cpu, "uring"),
-                    _ => {
-                        let w = wrk::run(&url, load_cpu, CONNS, DURATION);
-                        Load {
-                            req_per_s: w.req_per_s,
-                            requests: w.requests,
-                            loader_cpu_s: w.cpu_s,
-                        }
-                    }
-                };
-                rps[i][rep] = l.req_per_s;
-                eff[i][rep] = l.requests / l.loader_cpu_s.max(0.01);
-                raw.push(json!({"rep": rep, "order": k, "loader": arms[i], "req_per_s": l.req_per_s,
-                    "requests": l.requests, "loader_cpu_s": l.loader_cpu_s, "req_per_loader_cpu_s": eff[i][rep]}));
-            }
-            let cells: Vec<String> = (0..3)
-                .map(|i| {
-                    format!(
-                        "{} {:.0} req/s ({:.0} per loader CPU-s)",
-                        arms[i], rps[i][rep], eff[i][rep]
-                    )
-                })
-                .collect();
-            println!("{server} rep {rep}: {}", cells.join(", "));
-        }
-        let mut figures = serde_json::Map::new();
-        for i in 0..3 {
-            noise.extend(noisy(
-                &format!("{} against {server}", arms[i]),
-                "req per loader CPU-s",
-                &eff[i],
-            ));
-        }
-        for e in 0..2 {
-            let (r, c) = (ratio(&rps[e], &rps[2]), ratio(&eff[e], &eff[2]));
-            println!("{server}: {} / wrk, req/s: {r}", arms[e]);
-            println!(
-                "{server}: {} / wrk, requests per load-generator CPU-second: {c}",
-                arms[e]
-            );
-            figures.insert(
-                if e == 0 { "tokio" } else { "uring" }.into(),
-                json!({"req_per_s": r, "req_per_cpu_s": c}),
-            );
-            if e == 1 && server == "nginx" {
-                targets.push(Target::new(
-                    "rxload --io uring / wrk against nginx, requests per load-generator CPU-second",
-                    c,
-                    1.2,
-                    None,
-                ));
-            }
-        }
-        figures.insert("raw".into(), json!(raw));
-        doc.insert(
-            format!("rxload_over_wrk_{server}"),
-            serde_json::Value::Object(figures),
-        );
+        rxload_over_wrk(&mut run, server, &base);
     }
-    for t in &targets {
+    for t in &run.targets {
         println!("{t}");
     }
-    method::say_noise(&noise);
-    doc.insert("targets".into(), json!(targets));
-    doc.insert("reps".into(), json!(REPS));
-    doc.insert("noisy".into(), json!(noise));
-    if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&serde_json::Value::Object(doc)).unwrap(),
-        )
-        .unwrap();
+    method::say_noise(&run.noise);
+    run.doc.insert("targets".into(), json!(run.targets));
+    run.doc.insert("reps".into(), json!(REPS));
+    run.doc.insert("noisy".into(), json!(run.noise));
+    method::write_json(&serde_json::Value::Object(run.doc));
+}
+
+/// The ZAP floor: our server's exact ZAP /health frame, sent for every read and nothing else
+/// (common/floor.rs). Every ZAP server costs at least that, so with the same client
+/// floor-ZAP / HTTP bounds what ZAP / HTTP any ZAP server could reach against this one.
+fn zap_floor(cpu: u32) -> String {
+    let mut ok = Vec::new();
+    let ct: [(&[u8], &[u8]); 1] = [(b"Content-Type", rxsteer_server::handlers::CT_TEXT)];
+    rxsteer_wire::zaphttp::encode_response(&mut ok, 200, b"", &ct, b"ok", &[]);
+    format!("zap://{}", floor::epoll(cpu, ok.leak()))
+}
+
+/// ZAP over HTTP (and the floor over HTTP where it runs) on one scenario, by requests per
+/// server CPU-second: arms are (name, URL, the server thread's stat path).
+fn zap_over_http(run: &mut Run, scenario: &str, arms: &[(&str, &String, &String)]) {
+    let r = method::rotate(
+        arms.len(),
+        |rep| format!("{scenario} rep {rep}"),
+        |_, i| {
+            let (name, url, stat) = arms[i];
+            let c0 = cpu_seconds(stat);
+            let l = rxload(url, scenario, run.load_cpu, "tokio");
+            let cpu = cpu_seconds(stat) - c0;
+            let per_cpu_s = l.requests / cpu.max(0.01);
+            Measured {
+                req_per_s: l.req_per_s,
+                per_cpu_s,
+                raw: json!({"arm": name, "req_per_s": l.req_per_s, "requests": l.requests,
+                    "server_cpu_s": cpu, "req_per_server_cpu_s": per_cpu_s}),
+            }
+        },
+        |i, rps, eff| format!("{} {rps:.0} req/s, {eff:.0}/server CPU-s", arms[i].0),
+        "; ",
+    );
+    let (rps, eff) = (&r.rps, &r.eff);
+    for (i, a) in arms.iter().enumerate() {
+        run.noise.extend(noisy(
+            &format!("{scenario} {}", a.0),
+            "req per server CPU-s",
+            &eff[i],
+        ));
     }
+    let (ratio_rps, e) = (ratio(&rps[1], &rps[0]), ratio(&eff[1], &eff[0]));
+    println!("{scenario}: ZAP / HTTP, req/s: {ratio_rps}");
+    println!("{scenario}: ZAP / HTTP, requests per server CPU-second: {e}");
+    let mut fig = json!({"req_per_s": ratio_rps, "req_per_server_cpu_s": e,
+        "http": {"req_per_s": summary(&rps[0]), "req_per_server_cpu_s": summary(&eff[0])},
+        "zap": {"req_per_s": summary(&rps[1]), "req_per_server_cpu_s": summary(&eff[1])},
+        "raw": r.raw});
+    let mut bound = None;
+    if arms.len() == 3 {
+        let b = ratio(&eff[2], &eff[0]);
+        println!("{scenario}: floor-ZAP / HTTP, requests per server CPU-second (the most any ZAP server reaches over this HTTP server): {b}");
+        fig["floor_zap_over_http_per_server_cpu_s"] = json!(b);
+        bound = Some(format!(
+            "the ZAP floor bounds it at {:.2} (the most any ZAP server reaches over this HTTP server)",
+            b.median
+        ));
+    }
+    let want = if scenario == "health" { 1.0 } else { 1.25 };
+    run.targets.push(Target::new(
+        &format!("ZAP / HTTP {scenario}, requests per server CPU-second"),
+        e,
+        want,
+        bound,
+    ));
+    run.doc.insert(format!("zap_over_http_{scenario}"), fig);
+}
+
+/// rxload on tokio and on io_uring against wrk, against one server's /health, by requests
+/// per load-generator CPU-second.
+fn rxload_over_wrk(run: &mut Run, server: &str, base: &str) {
+    // Arms: rxload on tokio, rxload on io_uring, wrk; the order rotates each repetition.
+    let arms = ["rxload", "rxload --io uring", "wrk"];
+    let url = format!("{base}/health");
+    let load_cpu = run.load_cpu;
+    let r = method::rotate(
+        3,
+        |rep| format!("{server} rep {rep}"),
+        |_, i| {
+            let l = match i {
+                0 => rxload(&url, "health", load_cpu, "tokio"),
+                1 => rxload(&url, "health", load_cpu, "uring"),
+                _ => {
+                    let w = wrk::run(&url, load_cpu, CONNS, DURATION);
+                    Load {
+                        req_per_s: w.req_per_s,
+                        requests: w.requests,
+                        loader_cpu_s: w.cpu_s,
+                    }
+                }
+            };
+            let per_cpu_s = l.requests / l.loader_cpu_s.max(0.01);
+            Measured {
+                req_per_s: l.req_per_s,
+                per_cpu_s,
+                raw: json!({"loader": arms[i], "req_per_s": l.req_per_s, "requests": l.requests,
+                    "loader_cpu_s": l.loader_cpu_s, "req_per_loader_cpu_s": per_cpu_s}),
+            }
+        },
+        |i, rps, eff| format!("{} {rps:.0} req/s ({eff:.0} per loader CPU-s)", arms[i]),
+        ", ",
+    );
+    let (rps, eff) = (&r.rps, &r.eff);
+    let mut figures = serde_json::Map::new();
+    for i in 0..3 {
+        run.noise.extend(noisy(
+            &format!("{} against {server}", arms[i]),
+            "req per loader CPU-s",
+            &eff[i],
+        ));
+    }
+    for e in 0..2 {
+        let (rr, c) = (ratio(&rps[e], &rps[2]), ratio(&eff[e], &eff[2]));
+        println!("{server}: {} / wrk, req/s: {rr}", arms[e]);
+        println!(
+            "{server}: {} / wrk, requests per load-generator CPU-second: {c}",
+            arms[e]
+        );
+        figures.insert(
+            if e == 0 { "tokio" } else { "uring" }.into(),
+            json!({"req_per_s": rr, "req_per_cpu_s": c}),
+        );
+        if e == 1 && server == "nginx" {
+            run.targets.push(Target::new(
+                "rxload --io uring / wrk against nginx, requests per load-generator CPU-second",
+                c,
+                1.2,
+                None,
+            ));
+        }
+    }
+    figures.insert("raw".into(), json!(r.raw));
+    run.doc.insert(
+        format!("rxload_over_wrk_{server}"),
+        serde_json::Value::Object(figures),
+    );
 }

@@ -218,3 +218,59 @@ pub fn task_id(stat_path: &str) -> u32 {
         .parse()
         .unwrap()
 }
+
+/// One arm's figures in one repetition: req/s, requests per CPU-second of what is judged, and
+/// its raw record (`rep` and `order` are added).
+pub struct Measured {
+    pub req_per_s: f64,
+    pub per_cpu_s: f64,
+    pub raw: serde_json::Value,
+}
+
+/// Every arm measured [`REPS`] times, per arm and repetition.
+pub struct Rotated {
+    pub rps: Vec<Vec<f64>>,
+    pub eff: Vec<Vec<f64>>,
+    pub raw: Vec<serde_json::Value>,
+}
+
+/// Measures `n` arms [`REPS`] times with `run(rep, arm)`, the order rotated each repetition,
+/// and prints one line per repetition: `label` then each arm's `cell(arm, req/s, per CPU-s)`.
+pub fn rotate(
+    n: usize,
+    label: impl Fn(usize) -> String,
+    mut run: impl FnMut(usize, usize) -> Measured,
+    cell: impl Fn(usize, f64, f64) -> String,
+    sep: &str,
+) -> Rotated {
+    let mut r = Rotated {
+        rps: vec![vec![0f64; REPS]; n],
+        eff: vec![vec![0f64; REPS]; n],
+        raw: Vec::new(),
+    };
+    for rep in 0..REPS {
+        for k in 0..n {
+            let i = (k + rep) % n;
+            let mut m = run(rep, i);
+            r.rps[i][rep] = m.req_per_s;
+            r.eff[i][rep] = m.per_cpu_s;
+            if let Some(o) = m.raw.as_object_mut() {
+                o.insert("rep".into(), rep.into());
+                o.insert("order".into(), k.into());
+            }
+            r.raw.push(m.raw);
+        }
+        let cells: Vec<String> = (0..n)
+            .map(|i| cell(i, r.rps[i][rep], r.eff[i][rep]))
+            .collect();
+        println!("{}: {}", label(rep), cells.join(sep));
+    }
+    r
+}
+
+/// Writes the run's JSON where `cargo xtask bench` asked (RXSTEER_BENCH_JSON), if it did.
+pub fn write_json(doc: &serde_json::Value) {
+    if let Some(path) = std::env::var_os("RXSTEER_BENCH_JSON") {
+        std::fs::write(path, serde_json::to_string_pretty(doc).unwrap()).unwrap();
+    }
+}
