@@ -13,17 +13,14 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `rxsteer compare --force ARGS --out DIR`, which must succeed: its run.json, stdout, stderr.
 fn compare(args: &[&str], out_dir: &std::path::Path) -> (Value, String, String) {
-    let out = Command::new(RXSTEER)
-        .args(["compare", "--force"])
+    let mut out = Command::new(RXSTEER);
+    out.args(["compare", "--force"])
         .args(args)
         .arg("--out")
-        .arg(out_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{err}");
+        .arg(out_dir);
+    let said = common::succeed(&mut out);
     let run = serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
-    (run, String::from_utf8_lossy(&out.stdout).into_owned(), err)
+    (run, said.stdout, said.stderr)
 }
 
 #[test]
@@ -281,27 +278,19 @@ fn a_load_that_fails_keeps_its_reason_and_the_other_arms_run_on() {
     // exit 1), as when a server falls over.
     let run_with = |failing: &str, flags: &[&str]| {
         let out_dir = out_dir.join(failing);
-        let out = Command::new(RXSTEER)
-            .env("RXSTEER_INJECT_LOAD_FAILURE", failing)
+        let mut out = Command::new(RXSTEER);
+        out.env("RXSTEER_INJECT_LOAD_FAILURE", failing)
             .args([
                 "compare", "--force", "--proto", "http", "--reps", "1", "-c", "4",
             ])
             .args(["--no-tui", "--out"])
             .arg(&out_dir)
-            .args(flags)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
+            .args(flags);
+        let said = common::succeed(&mut out);
         let run: Value =
             serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
         let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-        (
-            run,
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            err,
-            report,
-        )
+        (run, said.stdout, said.stderr, report)
     };
 
     // Closed loop: RPS's load failed; untuned and cpumap were measured all the same.
@@ -688,16 +677,13 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // The killed run's lab namespaces are still there; the next start removes them and says so.
-    let next = Command::new(RXSTEER)
-        .args([
-            "compare", "--force", "--closed", "--steer", "none", "--proto", "http", "-d", "300ms",
-            "--warmup", "0s", "--reps", "1", "--no-tui", "--out",
-        ])
-        .arg(out_dir.join("next"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&next.stderr);
-    assert!(next.status.success(), "{err}");
+    let mut next = Command::new(RXSTEER);
+    next.args([
+        "compare", "--force", "--closed", "--steer", "none", "--proto", "http", "-d", "300ms",
+        "--warmup", "0s", "--reps", "1", "--no-tui", "--out",
+    ])
+    .arg(out_dir.join("next"));
+    let err = common::succeed(&mut next).stderr;
     assert!(err.contains("left by an earlier run"), "{err}");
     assert_eq!(common::host_state(), before, "the host is as found");
     let _ = std::fs::remove_dir_all(&out_dir);

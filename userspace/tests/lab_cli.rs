@@ -1,5 +1,7 @@
 //! `rxsteer lab` as a user runs it. One test function: the lab has fixed names (so a crashed
 //! run's leftovers can be found), so its runs must not overlap. Needs root.
+mod common;
+
 use serde_json::Value;
 use std::{
     io::{BufRead, BufReader},
@@ -104,12 +106,7 @@ fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
         2,
         "a killed run leaves its namespaces"
     );
-    let out = Command::new(RXSTEER)
-        .args(["lab", "-d", "1s", "--json"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = common::succeed(Command::new(RXSTEER).args(["lab", "-d", "1s", "--json"])).stderr;
     assert!(
         err.contains("removed network namespace rxs-lab-s left by an earlier run"),
         "{err}"
@@ -128,9 +125,7 @@ fn lab_runs_receive_on_the_rx_cpu_and_recovers_from_a_killed_run() {
     assert_eq!(lab_namespaces().len(), 2, "a live lab is left to its owner");
     child.kill().unwrap();
     child.wait().unwrap();
-    let out = Command::new(RXSTEER).arg("restore").output().unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}");
+    let said = common::succeed(Command::new(RXSTEER).arg("restore")).stdout;
     assert!(
         said.contains("removed network namespace rxs-lab-s left by a killed lab or compare"),
         "{said}"

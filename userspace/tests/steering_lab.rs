@@ -636,9 +636,7 @@ fn state_files_of_namespaces_that_are_gone_are_removed_in_one_line_each() {
     std::fs::create_dir_all(dir).unwrap();
     let orphan = dir.join("tune-netns-1.json");
     std::fs::write(&orphan, b"{}").unwrap();
-    let out = Command::new(RXSTEER).arg("restore").output().unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let said = common::succeed(Command::new(RXSTEER).arg("restore")).stderr;
     assert!(
         said.contains("tune-netns-1.json: its network namespace (inode 1) no longer exists"),
         "{said}"

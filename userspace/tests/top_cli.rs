@@ -656,9 +656,7 @@ fn tc_witnesses_on_a_clsact_qdisc_of_our_own_are_removed_even_after_sigkill() {
     top.kill().unwrap();
     top.wait().unwrap();
     assert!(has_clsact(&lab.server, &dev), "a SIGKILL leaves the qdisc");
-    let out = lab.server.command(RXSTEER).arg("restore").output().unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let said = common::succeed(lab.server.command(RXSTEER).arg("restore")).stderr;
     assert!(said.contains("removed the clsact qdisc on"), "{said}");
     assert!(!has_clsact(&lab.server, &dev), "restored");
 }

@@ -10,6 +10,30 @@ use std::{
 use anyhow::Result;
 use rxsteer::netns::{Netns, VethLab};
 
+/// What a command that had to succeed printed.
+pub struct Said {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `c` to its end and returns what it printed; fails the test, showing both streams,
+/// unless it exits 0.
+pub fn succeed(c: &mut std::process::Command) -> Said {
+    let out = c.output().unwrap_or_else(|e| panic!("starting {c:?}: {e}"));
+    let said = Said {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        out.status.success(),
+        "{c:?}: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        said.stdout,
+        said.stderr
+    );
+    said
+}
+
 /// A lab whose names are unique to this process and call.
 pub fn lab(letter: char) -> VethLab {
     static N: AtomicU32 = AtomicU32::new(0);
@@ -22,16 +46,10 @@ pub fn lab(letter: char) -> VethLab {
 /// cpumap redirect (on veth, redirected TCP with partial checksums is dropped otherwise).
 pub fn nic_lab(letter: char) -> VethLab {
     let lab = lab(letter);
-    let out = lab
-        .client
-        .command("ethtool")
-        .args(["-K", &lab.client_dev, "tx", "off"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        lab.client
+            .command("ethtool")
+            .args(["-K", &lab.client_dev, "tx", "off"]),
     );
     lab
 }
