@@ -189,6 +189,24 @@ pub fn say_observed(
 }
 
 impl ObserveArgs {
+    /// Attaches the tc witnesses its `--observe` level asks for, and says what observes
+    /// (`observer` in `xdp_mode`, where the driver received) with them.
+    pub fn attach_witnesses(
+        &self,
+        dp: &mut Dataplane,
+        observer: Observer,
+        xdp_mode: Option<XdpMode>,
+        frags: bool,
+    ) -> Result<Observed> {
+        Ok(Observed {
+            observer,
+            xdp_mode,
+            xdp_frags: frags && xdp_mode.is_some(),
+            tc: dp.attach_tc(&self.iface, self.tc, self.observe)?,
+            level: self.observe,
+        })
+    }
+
     /// [`observe`] as these flags ask: their interval, count, interface and output.
     pub fn show(&self, sampler: Sampler, how: Observed, stop: &Arc<AtomicBool>) -> Result<()> {
         let output = Output {
@@ -216,13 +234,7 @@ pub fn observe_only(
     let frags = use_frags(&dp, args.xdp_frags)?;
     let (observer, xdp_mode) =
         attach_observer(&mut dp, &args.iface, args.observer, args.xdp_mode, frags)?;
-    let how = Observed {
-        observer,
-        xdp_mode,
-        xdp_frags: frags && xdp_mode.is_some(),
-        tc: dp.attach_tc(&args.iface, args.tc, args.observe)?,
-        level: args.observe,
-    };
+    let how = args.attach_witnesses(&mut dp, observer, xdp_mode, frags)?;
     let sampler = Sampler::new(
         Some(dp.take_counters()?),
         &args.iface,

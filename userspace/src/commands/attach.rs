@@ -180,14 +180,7 @@ fn attach_programs(
             (obs, m, RX_ACCOUNT)
         }
     };
-    let how = Observed {
-        observer,
-        xdp_mode,
-        xdp_frags: frags && xdp_mode.is_some(),
-        tc: dp.attach_tc(&o.iface, o.tc, o.observe)?,
-        level: o.observe,
-    };
-    Ok((how, program))
+    Ok((o.attach_witnesses(dp, observer, xdp_mode, frags)?, program))
 }
 
 /// Measured on Linux 6.18 (veth, generic XDP): with frags-aware programs, packets a cpumap
