@@ -579,7 +579,17 @@ pub struct RunDoc {
     /// Where the first runs kept the lab's roles (later: `setup.roles`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<Roles>,
+    /// Arms asked for and not run here, each with why (a need of its mode this place lacks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
     pub runs: Vec<Row>,
+}
+
+/// An arm a comparison was asked for and did not run, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRun {
+    pub arm: ArmName,
+    pub why: String,
 }
 
 impl RunDoc {

@@ -18,6 +18,9 @@ names! {
         None = "none",
         /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
         Rps = "rps",
+        /// RFS alone: each flow's packets to the CPU its reader last ran on; no RPS spreading
+        /// of flows nobody reads yet, no XPS.
+        Rfs = "rfs",
         /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
         Cpumap = "cpumap",
     }
@@ -39,6 +42,54 @@ pub struct Steering {
     pub xdp_program: Option<&'static str>,
     /// Which CPUs it takes from the command line.
     pub cpus: CpuFlags,
+    /// What it needs of the place it runs, beyond a kernel rxsteer runs on; where one is
+    /// missing the mode is refused with one line saying which (a comparison goes on without
+    /// it).
+    pub needs: &'static [Need],
+}
+
+/// One thing a mode needs of the place it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// A global sysctl it cannot work without: global sysctls are written only from the
+    /// root network namespace, so not in the lab (whose server side is a namespace).
+    GlobalSysctl(&'static str),
+    /// A kernel at least this version (major, minor), for what it uses.
+    Kernel(u32, u32, &'static str),
+}
+
+/// The facts about a place that a mode's needs are checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The running kernel (major, minor).
+    pub kernel: (u32, u32),
+    /// Whether the steering is put in place from the root network namespace.
+    pub root_netns: bool,
+}
+
+impl Need {
+    /// Why this place does not meet it, in words that name what is missing.
+    pub fn unmet(self, at: &Place) -> Option<String> {
+        match self {
+            Need::GlobalSysctl(name) if !at.root_netns => Some(format!(
+                "it needs {name}, a global sysctl written only from the root network namespace \
+                 (the lab's server side is a namespace of its own); run it with --iface"
+            )),
+            Need::Kernel(major, minor, what) if at.kernel < (major, minor) => Some(format!(
+                "it needs Linux {major}.{minor} or later ({what}); this kernel is {}.{}",
+                at.kernel.0, at.kernel.1
+            )),
+            _ => None,
+        }
+    }
+
+    /// What it needs, in a phrase (the recommendation says it).
+    pub fn phrase(self) -> String {
+        match self {
+            Need::GlobalSysctl(name) => format!("{name} (set from the root network namespace)"),
+            Need::Kernel(major, minor, what) => format!("Linux {major}.{minor}+ ({what})"),
+        }
+    }
 }
 
 /// What a tuning profile writes, beyond the reference sysctls every profile sets. Off means
@@ -75,6 +126,7 @@ impl Mode {
                 tuning: None,
                 xdp_program: None,
                 cpus: CpuFlags::Nothing,
+                needs: &[],
             },
             Mode::Rps => &Steering {
                 label: "RPS/RFS/XPS",
@@ -86,6 +138,7 @@ impl Mode {
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::List,
+                needs: &[],
             },
             Mode::Cpumap => &Steering {
                 label: "XDP cpumap",
@@ -98,8 +151,28 @@ impl Mode {
                 }),
                 xdp_program: Some(program::STEER),
                 cpus: CpuFlags::PerClass,
+                needs: &[],
+            },
+            Mode::Rfs => &Steering {
+                label: "RFS",
+                summary: "RFS alone (each flow to its reader's CPU; RPS and XPS off)",
+                // Flows the global table knows go to their reader's CPU; the rest stay where
+                // the driver received them (no rps_cpus to spread them over).
+                tuning: Some(Tuning {
+                    rps: false,
+                    rfs: true,
+                    xps: false,
+                }),
+                xdp_program: None,
+                cpus: CpuFlags::Nothing,
+                needs: &[Need::GlobalSysctl("net.core.rps_sock_flow_entries")],
             },
         }
+    }
+
+    /// Why the mode cannot run at `at` (its first unmet need), if it cannot.
+    pub fn refused_at(self, at: &Place) -> Option<String> {
+        self.steering().needs.iter().find_map(|n| n.unmet(at))
     }
 
     /// The name a reader sees (report, live screen).
@@ -137,6 +210,32 @@ impl Mode {
 mod tests {
     use super::*;
 
+    /// RFS is refused where its global table cannot be set (a namespace), and a kernel need
+    /// names the version.
+    #[test]
+    fn a_mode_is_refused_where_a_need_is_unmet() {
+        let host = Place {
+            kernel: (6, 1),
+            root_netns: true,
+        };
+        let lab = Place {
+            root_netns: false,
+            ..host
+        };
+        assert_eq!(Mode::Rfs.refused_at(&host), None);
+        let why = Mode::Rfs.refused_at(&lab).unwrap();
+        assert!(why.contains("net.core.rps_sock_flow_entries"), "{why}");
+        for m in [Mode::None, Mode::Rps, Mode::Cpumap] {
+            assert_eq!(m.refused_at(&lab), None, "{m}");
+        }
+        let old = Need::Kernel(6, 9, "EPIOCSPARAMS").unmet(&host).unwrap();
+        assert_eq!(
+            old,
+            "it needs Linux 6.9 or later (EPIOCSPARAMS); this kernel is 6.1"
+        );
+        assert_eq!(Need::Kernel(6, 1, "x").unmet(&host), None);
+    }
+
     /// Modes are names (`names!`): each round-trips, and an unknown one is refused with the
     /// accepted list.
     #[test]
@@ -150,7 +249,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, cpumap"
         );
     }
 
@@ -169,7 +268,7 @@ mod tests {
         }
         assert_eq!(
             Mode::profiles().collect::<Vec<_>>(),
-            [Mode::Rps, Mode::Cpumap]
+            [Mode::Rps, Mode::Rfs, Mode::Cpumap]
         );
     }
 }

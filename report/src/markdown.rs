@@ -561,6 +561,9 @@ fn observer_section(
             )?;
         }
     }
+    for n in &run.not_run {
+        writeln!(o, "- **{}: not run here:** {}.", label(&n.arm), n.why)?;
+    }
     writeln!(o)?;
     crate::observer::program_cost_table(o, run, arms, protos)?;
     for &p in protos {

@@ -254,6 +254,13 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         }
     };
     reasons.extend(observer_cost(run, proto));
+    // Arms asked for and not run here are in no ratio: said, so no reader takes the
+    // recommendation as having weighed them.
+    reasons.extend(
+        run.not_run
+            .iter()
+            .map(|n| format!("{}: not run here, so not weighed: {}", n.arm.label(), n.why)),
+    );
     Recommendation {
         proto,
         arm,
@@ -282,6 +289,18 @@ fn deploy(
     );
     let rows = run.of(c.arm, proto);
     reasons.extend(limit(&rows));
+    // What keeping it in place takes beyond the command.
+    let needs: Vec<String> = c
+        .arm
+        .mode
+        .steering()
+        .needs
+        .iter()
+        .map(|n| n.phrase())
+        .collect();
+    if !needs.is_empty() {
+        reasons.push(format!("it needs {}", needs.join(" and ")));
+    }
     (
         Some(c.arm),
         format!("deploy {}", c.arm.label()),

@@ -324,6 +324,38 @@ mod tests {
         fs::remove_dir_all(&root).unwrap();
     }
 
+    /// RFS alone: the flow tables set, nothing spread by RPS or XPS, every byte back on revert.
+    #[test]
+    fn rfs_sets_the_flow_tables_and_spreads_nothing() {
+        let (root, input) = fake_host("rfs");
+        let before = snapshot_of(&root);
+        let state = root.join("state/tune.json");
+        apply(
+            &profile(Mode::Rfs, &input),
+            &state,
+            StateFile::new(1, "eth9", "rfs", None),
+            false,
+        )
+        .unwrap();
+        let q = root.join("sys/class/net/eth9/queues");
+        let read = |p: PathBuf| fs::read_to_string(p).unwrap();
+        assert_eq!(read(q.join("rx-0/rps_flow_cnt")), "65536");
+        assert_eq!(
+            read(root.join("proc/sys/net/core/rps_sock_flow_entries")),
+            "1048576"
+        );
+        for f in ["rx-0/rps_cpus", "tx-0/xps_cpus"] {
+            assert_eq!(
+                parse_cpumask(&read(q.join(f))).unwrap(),
+                Vec::<u32>::new(),
+                "{f}"
+            );
+        }
+        revert(&state).unwrap();
+        assert_eq!(snapshot_of(&root), before);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn dry_run_writes_nothing() {
         let (root, input) = fake_host("dry");

@@ -566,22 +566,36 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
     assert_eq!(lab.server.xdp_attached(dev).unwrap(), None);
 }
 
+/// A veth pair in the root namespace (this kernel has no dummy device), deleted on drop: the
+/// only place global sysctls may be written.
+struct RootVeth(String);
+
+impl RootVeth {
+    fn create(tag: char) -> Self {
+        let n = std::process::id() % 10000;
+        let (dev, peer) = (format!("rxs{tag}{n}a"), format!("rxs{tag}{n}b"));
+        rxsteer::netns::ip(&["link", "add", &dev, "type", "veth", "peer", "name", &peer]).unwrap();
+        let v = RootVeth(dev);
+        rxsteer::netns::ip(&["link", "set", &v.0, "up"]).unwrap();
+        v
+    }
+}
+
+impl Drop for RootVeth {
+    fn drop(&mut self) {
+        let _ = rxsteer::netns::ip(&["link", "del", &self.0]);
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
-    // A veth pair in the root namespace (this kernel has no dummy device): the only place
-    // global sysctls may be written.
-    let dev = format!("rxsg{}a", std::process::id() % 10000);
-    let peer = format!("rxsg{}b", std::process::id() % 10000);
-    rxsteer::netns::ip(&["link", "add", &dev, "type", "veth", "peer", "name", &peer]).unwrap();
-    struct Del(String);
-    impl Drop for Del {
-        fn drop(&mut self) {
-            let _ = rxsteer::netns::ip(&["link", "del", &self.0]);
-        }
-    }
-    let _del = Del(dev.clone());
-    rxsteer::netns::ip(&["link", "set", &dev, "up"]).unwrap();
+    let veth = RootVeth::create('g');
+    let dev = veth.0.clone();
     let globals: Vec<String> = rxsteer_tune::sysctl::REFERENCE
         .iter()
         .map(|(n, _, _)| rxsteer_tune::sysctl::path(n).display().to_string())
@@ -625,6 +639,72 @@ fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
     );
     assert_eq!(read_all(), before, "every global value back, byte for byte");
     assert!(no_state_file());
+}
+
+#[test]
+#[ignore = "needs root: steers a veth lab and changes sysctls"]
+fn rfs_alone_sets_its_flow_tables_without_spreading_and_restores_them() {
+    let veth = RootVeth::create('f');
+    let dev = &veth.0;
+    let q = |f: &str| format!("/sys/class/net/{dev}/queues/rx-0/{f}");
+    let paths = [
+        q("rps_cpus"),
+        q("rps_flow_cnt"),
+        format!("/sys/class/net/{dev}/queues/tx-0/xps_cpus"),
+        "/proc/sys/net/core/rps_sock_flow_entries".to_string(),
+    ];
+    let read_all = || -> Vec<Vec<u8>> { paths.iter().map(|p| std::fs::read(p).unwrap()).collect() };
+    let before = read_all();
+    let said = common::succeed(Command::new(RXSTEER).args([
+        "tune",
+        "apply",
+        "--iface",
+        dev,
+        "--profile",
+        "rfs",
+    ]));
+    assert_eq!(read_trimmed(&paths[3]), "1048576", "{}", said.stdout);
+    assert_eq!(
+        read_trimmed(&paths[1]),
+        "65536",
+        "one queue's share, capped"
+    );
+    assert!(
+        rxsteer_tune::cpus::parse_cpumask(&read_trimmed(&paths[0]))
+            .unwrap()
+            .is_empty(),
+        "RFS alone spreads nothing: rps_cpus empty"
+    );
+    common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
+    assert_eq!(read_all(), before, "every value back, byte for byte");
+    // As a session: attach puts it in place and takes it back when it ends.
+    common::succeed(Command::new(RXSTEER).args([
+        "attach", "--iface", dev, "--steer", "rfs", "--count", "1", "--json",
+    ]));
+    assert_eq!(read_all(), before, "attach left every value as it found it");
+    assert!(no_state_file());
+}
+
+#[test]
+#[ignore = "needs root: steers a veth lab and changes sysctls"]
+fn rfs_is_refused_in_a_namespace_where_its_table_cannot_be_set() {
+    let lab = common::lab('f');
+    let dev = &lab.server_dev;
+    let before = common::profile_values(&lab);
+    for args in [
+        vec!["attach", "--iface", dev, "--steer", "rfs", "--count", "1"],
+        vec!["tune", "apply", "--iface", dev, "--profile", "rfs"],
+    ] {
+        let out = lab.server.command(RXSTEER).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("rfs: it needs net.core.rps_sock_flow_entries")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(common::profile_values(&lab), before, "nothing changed");
 }
 
 #[test]

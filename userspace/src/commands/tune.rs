@@ -50,6 +50,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
     match cmd {
         TuneCmd::Apply { target, dry_run } => {
             iface::require_up(&target.iface)?;
+            host::refuse_unmet(target.profile, "--profile")?;
             let input =
                 host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
             let settings = profile(target.profile, &input);

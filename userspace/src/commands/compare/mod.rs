@@ -82,19 +82,29 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
         eprintln!("rxsteer compare: {why}");
     }
+    // The arms this place can run, decided before anything is built.
+    let place = match &args.iface {
+        None => rxsteer_records::Place {
+            kernel: crate::host::kernel_version()?,
+            root_netns: false,
+        },
+        Some(_) => crate::host::place()?,
+    };
+    let planned = runnable(args.arms(), &place)?;
     let dir = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     match &args.iface {
         None => {
             let lab = sites::Lab::create(&roles, online.len())?;
-            let result = measure(args, lab.prepared(), &dir, tui, &stop);
+            let result = measure(args, &planned, lab.prepared(), &dir, tui, &stop);
             drop(lab);
             result?;
             eprintln!("rxsteer compare: stored in {}; lab removed", dir.display());
         }
         Some(iface) => {
-            measure(args, sites::iface(args, iface, &roles)?, &dir, tui, &stop)?;
+            let site = sites::iface(args, iface, &roles)?;
+            measure(args, &planned, site, &dir, tui, &stop)?;
             eprintln!("rxsteer compare: stored in {}", dir.display());
         }
     }
@@ -104,6 +114,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
 /// Every repetition, mode and protocol; then run.json and the report.
 fn measure(
     args: &CompareArgs,
+    planned: &Planned,
     prepared: sites::Prepared,
     dir: &Path,
     tui: bool,
@@ -128,7 +139,7 @@ fn measure(
     };
     let mut plans = search::Plans::new(args.rates, args.p99.map(|d| d.as_micros() as u64));
     for rep in 0..args.reps {
-        for arm in rotated(&args.arms(), rep) {
+        for arm in rotated(&planned.arms, rep) {
             for proto in args.protos() {
                 let row = run.load(rep, &arm, proto, &mut screen, &mut plans)?;
                 let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
@@ -143,12 +154,40 @@ fn measure(
         }
     }
     drop(screen);
-    let doc = run_doc(args, setup, caveat, loaded, env_before, rows)?;
+    let doc = run_doc(args, planned, setup, caveat, loaded, env_before, rows)?;
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
     print!("{}", rxsteer_report::summary(&doc)?);
     rxsteer_report::run(dir)?;
     index_run(dir, &doc)?;
     Ok(())
+}
+
+/// The arms this place can run, and the rest with why not (each said in one line): a mode
+/// whose need is unmet here (RFS in the lab) is left out and the comparison goes on.
+fn runnable(asked: Vec<Arm>, place: &rxsteer_records::Place) -> Result<Planned> {
+    let (mut arms, mut not_run) = (Vec::new(), Vec::new());
+    for arm in asked {
+        match arm.mode.refused_at(place) {
+            Some(why) => {
+                eprintln!("rxsteer compare: --steer {}: not run here: {why}", arm.mode);
+                not_run.push(rxsteer_records::run::NotRun {
+                    arm: arm.key(),
+                    why,
+                });
+            }
+            None => arms.push(arm),
+        }
+    }
+    if arms.is_empty() {
+        bail!("no arm asked for can run here (see above)");
+    }
+    Ok(Planned { arms, not_run })
+}
+
+/// The arms a run measures, and those it was asked for and cannot run here.
+struct Planned {
+    arms: Vec<Arm>,
+    not_run: Vec<rxsteer_records::run::NotRun>,
 }
 
 /// "rep 2/7  rps  http  (no XDP)": what the screen names a load by.
@@ -488,6 +527,7 @@ fn step_of(
 /// The run's document: what was asked, where, on what machine, and every load's row.
 fn run_doc(
     args: &CompareArgs,
+    planned: &Planned,
     setup: rxsteer_records::run::Setup,
     caveat: Option<String>,
     loaded: Option<String>,
@@ -498,7 +538,7 @@ fn run_doc(
         setup: Some(setup),
         cpus: online_cpus()?.len(),
         steer: args.modes(),
-        arms: args.arms().iter().map(Arm::key).collect(),
+        arms: planned.arms.iter().map(Arm::key).collect(),
         xdp_mode: Some(format!("{:?}", args.xdp_mode).to_lowercase()),
         xdp_frags: Some(format!("{:?}", args.xdp_frags).to_lowercase()),
         observer: Some(args.observer_name()),
@@ -526,6 +566,7 @@ fn run_doc(
             after: figures::environment(),
         }),
         roles: None,
+        not_run: planned.not_run.clone(),
         runs: rows,
     })
 }
@@ -587,6 +628,34 @@ mod tests {
         assert_eq!(rotated(&all, 1), [Mode::Rps, Mode::Cpumap, Mode::None]);
         assert_eq!(rotated(&all, 3), all);
         assert_eq!(rotated(&[Mode::Rps], 2), [Mode::Rps]);
+    }
+
+    /// An arm whose mode needs what this place lacks is left out, said and recorded; the
+    /// others run. Nothing left to run is an error.
+    #[test]
+    fn arms_this_place_cannot_run_are_left_out_with_why() {
+        let arm = |mode| Arm {
+            mode,
+            ..Arm::no_bpf()
+        };
+        let lab = rxsteer_records::Place {
+            kernel: (6, 18),
+            root_netns: false,
+        };
+        let planned = runnable(vec![arm(Mode::None), arm(Mode::Rfs)], &lab).unwrap();
+        assert_eq!(planned.arms.len(), 1);
+        assert_eq!(planned.not_run.len(), 1);
+        assert_eq!(planned.not_run[0].arm, arm(Mode::Rfs).key());
+        assert!(planned.not_run[0].why.contains("rps_sock_flow_entries"));
+        let host = rxsteer_records::Place {
+            root_netns: true,
+            ..lab
+        };
+        assert_eq!(runnable(vec![arm(Mode::Rfs)], &host).unwrap().arms.len(), 1);
+        let none = runnable(vec![arm(Mode::Rfs)], &lab)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(none.to_string().contains("no arm asked for can run here"));
     }
 
     #[test]

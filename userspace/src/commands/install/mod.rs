@@ -225,6 +225,7 @@ pub fn install(a: &InstallArgs) -> Result<()> {
     }
     refuse_if_installed(&layout, &ask.iface)?;
     if !layout.is_image() {
+        host::refuse_unmet(a.steer, "--steer")?;
         privilege::require("rxsteer install", &[Cap::NetAdmin, Cap::SysAdmin])?;
     }
     let rec = write_all(&layout, &ask, a.cpus.cpus.clone().map(|c| c.0))?;
