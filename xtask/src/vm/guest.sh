@@ -150,7 +150,7 @@ compare_on() {
   name=$1; shift
   # --closed: a capacity search is load-bound arithmetic, which TCG makes meaningless and
   # slow; the guest proves the kernel side (the search itself is the lab's to test).
-  rxsteer compare --iface "$SRV" --loader netns:client --closed --reps 1 -d "$VM_COMPARE_MEASURE" \
+  rxsteer compare --iface "$SRV" --loader netns:client --closed --reps "${VM_COMPARE_REPS:-1}" -d "$VM_COMPARE_MEASURE" \
     --warmup 500ms -c 4 --force --no-tui --out /tmp/$name "$@" >/tmp/$name.out 2>&1
   say data $name-rc $?
   sed "s/^/RXVM log $name: /" /tmp/$name.out

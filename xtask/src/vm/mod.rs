@@ -112,6 +112,10 @@ pub struct VmArgs {
     /// Store the matrix page and every console under results/<date>-vm-matrix/.
     #[arg(long)]
     pub store: bool,
+    /// Repetitions of the comparisons each guest runs on its NIC (1 to 15): 1 is a functional
+    /// run; 7 or more give every figure a range (stored with --store).
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=15))]
+    pub compare_reps: u32,
 }
 
 impl VmArgs {
@@ -126,6 +130,7 @@ impl VmArgs {
             list: false,
             timeout: Duration::ZERO,
             store: false,
+            compare_reps: 1,
         }
     }
 }
@@ -137,6 +142,8 @@ struct Row {
     kernel: String,
     nic: Nic,
     cpus: u32,
+    /// Repetitions of the guest's comparisons.
+    compare_reps: u32,
 }
 
 impl Row {
@@ -158,6 +165,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
             kernel: args.kernel.clone(),
             nic: args.nic,
             cpus: args.cpus,
+            compare_reps: args.compare_reps,
         }];
     }
     let mut rows = Vec::new();
@@ -172,6 +180,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
                     kernel: k.to_string(),
                     nic,
                     cpus: 2,
+                    compare_reps: args.compare_reps,
                 });
             }
         }
@@ -181,6 +190,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
         kernel: "6.12".into(),
         nic: Nic::Virtio,
         cpus: 20,
+        compare_reps: args.compare_reps,
     });
     rows
 }
@@ -354,7 +364,7 @@ fn remove_leftovers(work: &Path) {
 /// the matrix's order. Rows run by separate invocations of the same day add up; a row run
 /// again replaces its section.
 fn store(paths: &Paths, work: &Path, o: &Outcome, commit: &str) -> Result<()> {
-    let dir = paths.root.join(format!("results/{}-vm-matrix", today()));
+    let dir = store_dir(&paths.root.join("results"), &today(), &o.row.name());
     std::fs::create_dir_all(&dir)?;
     let host = cmd::output("vm (uname)", Command::new("uname").arg("-r")).unwrap_or_default();
     let section = format!(
@@ -400,6 +410,18 @@ fn store(paths: &Paths, work: &Path, o: &Outcome, commit: &str) -> Result<()> {
 }
 
 /// `--list`: the newest kernel of each line Debian has, per architecture.
+/// Today's matrix folder, or the first `-2`, `-3`, ... that has not stored `row` yet: a stored
+/// row is never overwritten.
+fn store_dir(results: &Path, date: &str, row: &str) -> PathBuf {
+    (1..)
+        .map(|n| match n {
+            1 => results.join(format!("{date}-vm-matrix")),
+            n => results.join(format!("{date}-vm-matrix-{n}")),
+        })
+        .find(|d| !d.join(format!("{row}.md")).exists())
+        .expect("some folder is free")
+}
+
 fn list(apt: &apt::Apt) -> Result<()> {
     for arch in [Arch::X86_64, Arch::Aarch64] {
         let lines = apt::newest_per_line(&apt.kernels(arch)?);
@@ -632,12 +654,33 @@ fn write_initramfs(
         c.host_file(&format!("rxsteer/tests/{name}"), path)?;
     }
     let env = format!(
-        "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\n",
+        "VM_MODULES='{} sch_ingress cls_bpf'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\nVM_COMPARE_REPS={}\n",
         row.nic.modules(),
-        target_cpu(row)
+        target_cpu(row),
+        row.compare_reps
     );
     c.file("rxsteer/vm.env", 0o644, env.as_bytes())?;
     c.file("init", 0o755, include_bytes!("guest.sh"))?;
     c.finish().context("writing the initramfs")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_row_is_never_overwritten() {
+        let results = std::env::temp_dir().join(format!("rxsteer-store-{}", std::process::id()));
+        let day = results.join("2026-12-04-vm-matrix");
+        std::fs::create_dir_all(&day).unwrap();
+        assert_eq!(store_dir(&results, "2026-12-04", "row-a"), day);
+        std::fs::write(day.join("row-a.md"), "stored").unwrap();
+        assert_eq!(
+            store_dir(&results, "2026-12-04", "row-a"),
+            results.join("2026-12-04-vm-matrix-2")
+        );
+        assert_eq!(store_dir(&results, "2026-12-04", "row-b"), day);
+        std::fs::remove_dir_all(&results).unwrap();
+    }
 }
