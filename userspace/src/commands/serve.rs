@@ -17,6 +17,15 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an address like :8080 or 127.0.0.1:8080"))
 }
 
+/// `PROTO=ADDR` (`zap=:9653`): any protocol's address by its name.
+pub fn parse_listen(s: &str) -> Result<(Proto, SocketAddr), String> {
+    let (name, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not PROTO=ADDR (e.g. zap=:9653)"))?;
+    let proto = name.parse::<Proto>().map_err(|e| e.to_string())?;
+    Ok((proto, parse_addr(addr)?))
+}
+
 /// A timeout: a duration from 100 ms to 24 h (0 would close every connection at once).
 pub fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?;
@@ -28,12 +37,17 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// HTTP/1.1 address (default :8080 when neither --http nor --zap is given).
+    /// HTTP/1.1 address (default: every protocol on its own port, :8080 and :9653, when no
+    /// address is given).
     #[arg(long, value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
-    /// ZAP-HTTP address (default :9653 when neither is given).
+    /// ZAP-HTTP address.
     #[arg(long, value_parser = parse_addr)]
     pub zap: Option<SocketAddr>,
+    /// Any protocol's address as PROTO=ADDR (http=:8080, zap=:9653), repeatable: the same as
+    /// its own flag, and the only one a protocol added later needs.
+    #[arg(long = "listen", value_name = "PROTO=ADDR", value_parser = parse_listen)]
+    pub listen: Vec<(Proto, SocketAddr)>,
     /// Worker threads (default: one per online CPU).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
@@ -73,12 +87,20 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The addresses given, per protocol (`--http`, `--zap`).
-    fn listen(&self) -> PerProto<Option<SocketAddr>> {
-        PerProto::each(|p| match p {
-            Proto::Http => self.http,
-            Proto::Zap => self.zap,
-        })
+    /// The addresses given, per protocol: `--listen PROTO=ADDR` (the last for a protocol), or
+    /// the protocol's own flag.
+    fn addresses(&self) -> PerProto<Option<SocketAddr>> {
+        let mut given = PerProto::each(|p| {
+            self.listen
+                .iter()
+                .rev()
+                .find(|(q, _)| *q == p)
+                .map(|&(_, a)| a)
+        });
+        for (p, own) in [(Proto::Http, self.http), (Proto::Zap, self.zap)] {
+            given[p] = own.or(given[p]);
+        }
+        given
     }
 }
 
@@ -92,7 +114,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         bail!("CPU {c} in --cpus is not online on this machine");
     }
     let mut cfg = ServeConfig::default();
-    let given = args.listen();
+    let given = args.addresses();
     if given.iter().any(|(_, a)| a.is_some()) {
         cfg.listen = given;
     }
@@ -156,4 +178,41 @@ fn counts(s: &rxsteer_server::Served) -> String {
         s.refused.load(Ordering::Relaxed),
         s.accept_errors.load(Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addresses(args: &[&str]) -> PerProto<Option<SocketAddr>> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: ServeArgs,
+        }
+        let argv = std::iter::once("serve").chain(args.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(argv)
+            .unwrap()
+            .a
+            .addresses()
+    }
+
+    /// A protocol's address by its name (`--listen`) or by its own flag, which wins.
+    #[test]
+    fn every_protocol_takes_its_address_by_name_or_its_own_flag() {
+        let a = addresses(&[
+            "--listen",
+            "zap=:9000",
+            "--listen",
+            "http=:1",
+            "--http",
+            "127.0.0.1:2",
+        ]);
+        assert_eq!(a[Proto::Zap], Some("0.0.0.0:9000".parse().unwrap()));
+        assert_eq!(a[Proto::Http], Some("127.0.0.1:2".parse().unwrap()));
+        assert!(addresses(&[]).iter().all(|(_, a)| a.is_none()));
+        let e = parse_listen("quic=:1").unwrap_err();
+        assert!(e.contains("not a valid protocol"), "{e}");
+        assert!(parse_listen(":1").unwrap_err().contains("PROTO=ADDR"));
+    }
 }

@@ -99,12 +99,10 @@ impl ModeSession {
             return Err(e.context(format!("rxsteer attach --steer {}", mode.as_str())));
         }
         let samples = spawn_reader(&mut attach)?;
-        // Every protocol on its port: `--http IP:8080 --zap IP:9653`.
+        // Every protocol on its port: `--listen http=IP:8080 --listen zap=IP:9653`.
         let listen = Proto::ALL.iter().flat_map(|p| {
-            [
-                format!("--{p}"),
-                format!("{}:{}", site.bind_ip, p.spec().port),
-            ]
+            let addr = format!("{p}={}:{}", site.bind_ip, p.spec().port);
+            ["--listen".to_string(), addr]
         });
         let serve = crate::netns::command_at(site.ns(), &me)
             .arg("serve")
