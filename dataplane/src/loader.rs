@@ -215,10 +215,18 @@ pub fn nr_cpu_ids() -> Result<u32> {
     ))?)
 }
 
+/// The running kernel's (major, minor), as aya reads it (the distribution's own version where
+/// `uname` shows a different one, as on Ubuntu).
+pub fn kernel_version() -> Result<(u32, u32)> {
+    let code = aya::util::KernelVersion::current()
+        .map_err(|e| anyhow!("reading the kernel's version: {e}"))?
+        .code();
+    Ok((code >> 16, (code >> 8) & 0xff))
+}
+
 /// Refuses, before anything changes, a tc attachment this kernel cannot do.
 pub fn check_tc(choice: TcChoice) -> Result<()> {
-    let tcx = aya::util::KernelVersion::current()
-        .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
+    let tcx = kernel_version().is_ok_and(|v| v >= (6, 6));
     if choice == TcChoice::Tcx && !tcx {
         bail!("this kernel has no TCX (it needs Linux 6.6 or later); a clsact qdisc of rxsteer's own works on it");
     }
@@ -746,5 +754,19 @@ mod names_in_the_object {
                 "global {g} is not in the object"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The version the needs and the TCX check compare against is the running kernel's.
+    #[test]
+    fn the_kernel_version_is_the_running_kernels() {
+        let (major, minor) = super::kernel_version().unwrap();
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert!(
+            release.starts_with(&format!("{major}.{minor}.")),
+            "{major}.{minor} vs {release}"
+        );
     }
 }

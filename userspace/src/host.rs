@@ -17,22 +17,9 @@ use rxsteer_records::{Mode, Place};
 /// network namespace (where global sysctls are written).
 pub fn place() -> Result<Place> {
     Ok(Place {
-        kernel: kernel_version()?,
+        kernel: rxsteer_dataplane::kernel_version()?,
         root_netns: sysctl::in_root_netns()?,
     })
-}
-
-/// The running kernel's (major, minor), from its release (`6.12.48+deb13-amd64`).
-pub fn kernel_version() -> Result<(u32, u32)> {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .context("reading /proc/sys/kernel/osrelease")?;
-    release_version(release.trim())
-        .with_context(|| format!("reading a version from the kernel release {release:?}"))
-}
-
-fn release_version(release: &str) -> Option<(u32, u32)> {
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// Refuses `mode`, as `flag` gave it, in one line where this place lacks what it needs.
@@ -238,16 +225,6 @@ fn describe(changes: &[Change]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn kernel_versions_from_releases() {
-        use super::{kernel_version, release_version};
-        assert_eq!(release_version("6.12.48+deb13-amd64"), Some((6, 12)));
-        assert_eq!(release_version("6.1.0-40-arm64"), Some((6, 1)));
-        assert_eq!(release_version("6.18.0"), Some((6, 18)));
-        assert_eq!(release_version("garbage"), None);
-        assert!(kernel_version().unwrap() >= (5, 0));
-    }
-
     #[test]
     fn state_files_name_their_namespace() {
         assert_eq!(

@@ -85,7 +85,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     // The arms this place can run, decided before anything is built.
     let place = match &args.iface {
         None => rxsteer_records::Place {
-            kernel: crate::host::kernel_version()?,
+            kernel: rxsteer_dataplane::kernel_version()?,
             root_netns: false,
         },
         Some(_) => crate::host::place()?,
