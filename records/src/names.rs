@@ -149,8 +149,7 @@ pub struct PerProto<T>([T; Proto::ALL.len()]);
 
 impl<T> PerProto<T> {
     /// Each protocol's value from `f`.
-    pub fn each(f: impl FnMut(Proto) -> T) -> Self {
-        let mut f = f;
+    pub fn each(mut f: impl FnMut(Proto) -> T) -> Self {
         Self(std::array::from_fn(|i| f(Proto::ALL[i])))
     }
 

@@ -135,6 +135,43 @@ fn untuned_undisturbed(run: &RunDoc, proto: Proto) -> bool {
         })
 }
 
+/// Why `a`'s loads cannot pick a winner, if they cannot: a capacity the loader capped, or
+/// none at all, is no figure to pick one by; nor is a load that failed.
+fn unjudged(run: &RunDoc, proto: Proto, a: ArmName) -> Option<String> {
+    let rows = run.of(a, proto);
+    let failed: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.failed.is_some())
+        .collect();
+    if let Some(first) = failed.first() {
+        return Some(format!(
+            "{}: failed in {} of {} repetitions ({})",
+            a.label(),
+            failed.len(),
+            rows.len(),
+            first.failed.as_deref().unwrap_or_default()
+        ));
+    }
+    let bad: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| {
+            r.search
+                .as_ref()
+                .is_some_and(|s| !matches!(s.end, SearchEnd::Knee | SearchEnd::Ceiling))
+        })
+        .collect();
+    let first = bad.first()?.search.as_ref()?;
+    Some(format!(
+        "{}: {} in {} of {} repetitions",
+        a.label(),
+        first.outcome(),
+        bad.len(),
+        rows.len()
+    ))
+}
+
 pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
     if !untuned_undisturbed(run, proto) {
         return Recommendation {
@@ -151,44 +188,8 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         };
     }
     let mut reasons = Vec::new();
-    // A capacity that the loader capped, or none at all, is no figure to pick a winner by;
-    // nor is a load that failed.
-    let unjudged = |a: ArmName| -> Option<String> {
-        let rows = run.of(a, proto);
-        let failed: Vec<&Row> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.failed.is_some())
-            .collect();
-        if let Some(first) = failed.first() {
-            return Some(format!(
-                "{}: failed in {} of {} repetitions ({})",
-                a.label(),
-                failed.len(),
-                rows.len(),
-                first.failed.as_deref().unwrap_or_default()
-            ));
-        }
-        let bad: Vec<&Row> = rows
-            .iter()
-            .copied()
-            .filter(|r| {
-                r.search
-                    .as_ref()
-                    .is_some_and(|s| !matches!(s.end, SearchEnd::Knee | SearchEnd::Ceiling))
-            })
-            .collect();
-        let first = bad.first()?.search.as_ref()?;
-        Some(format!(
-            "{}: {} in {} of {} repetitions",
-            a.label(),
-            first.outcome(),
-            bad.len(),
-            rows.len()
-        ))
-    };
     let untuned = ArmName::UNTUNED;
-    if let Some(why) = unjudged(untuned) {
+    if let Some(why) = unjudged(run, proto, untuned) {
         return Recommendation {
             proto,
             arm: None,
@@ -215,7 +216,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         .iter()
         .filter(|a| **a != NO_BPF_ARM && !a.mode.is_baseline())
         .filter_map(|a| {
-            let why = unjudged(*a)?;
+            let why = unjudged(run, proto, *a)?;
             reasons.push(format!("{why}: not weighed"));
             Some(*a)
         })
