@@ -96,35 +96,17 @@ pub struct KthreadTime {
     pub run_ns: u64,
 }
 
-/// Every process whose comm starts with one of `prefixes`: (pid, comm). Tasks that exit
-/// between the listing and the read are skipped.
+/// Every process whose comm starts with one of `prefixes`: (pid, comm), by pid. Tasks that
+/// exit between the listing and the read are skipped.
 pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc")
-        .context("listing /proc")?
-        .flatten()
-    {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-            if prefixes.iter().any(|p| comm.starts_with(p)) {
-                out.push((pid, comm));
-            }
-        }
-    }
-    Ok(out)
+    rxsteer_tune::pin::tasks_with_comm_prefix(prefixes).context("listing /proc")
 }
 
 /// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
 /// /proc/PID/schedstat (nanoseconds, not tick-sampled). NAPI threads of `iface` are told
 /// apart from other interfaces' (comm `napi/<dev>-<id>`, cut to 15 bytes by the kernel).
 pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
-    let own: String = format!("napi/{iface}-").chars().take(15).collect();
+    let own = rxsteer_tune::pin::napi_comm_prefix(iface);
     let mut out = Vec::new();
     for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/"])? {
         let kind = if comm.starts_with("cpumap/") {

@@ -460,14 +460,27 @@ impl std::str::FromStr for ArmName {
     type Err = UnknownArm;
 
     fn from_str(s: &str) -> Result<Self, UnknownArm> {
-        let mut parts = s.split('-');
-        let mode: Mode = parts
-            .next()
-            .unwrap_or_default()
-            .parse()
-            .map_err(|e: crate::names::UnknownName| UnknownArm(e.to_string()))?;
+        // A mode's name may hold a dash itself (`napi-thread`): the longest one that starts
+        // the arm's name is its mode.
+        let named = |m: &&Mode| {
+            s.strip_prefix(m.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        };
+        let Some(&mode) = Mode::ALL
+            .iter()
+            .filter(named)
+            .max_by_key(|m| m.as_str().len())
+        else {
+            let first = s.split('-').next().unwrap_or_default();
+            let why = first
+                .parse::<Mode>()
+                .err()
+                .map_or_else(|| format!("{s:?} is not an arm's name"), |e| e.to_string());
+            return Err(UnknownArm(why));
+        };
+        let rest = &s[mode.as_str().len()..];
         let mut variant = Variant::default();
-        for p in parts {
+        for p in rest.split('-').filter(|p| !p.is_empty()) {
             match p {
                 "nobpf" => variant.no_bpf = true,
                 "frags" => variant.frags = Some(true),
@@ -741,7 +754,18 @@ mod tests {
         assert_eq!(NO_BPF_ARM.to_string(), "none-nobpf");
         assert_eq!(NO_BPF_ARM.label(), "untuned (no BPF)");
         assert_eq!(NO_BPF_ARM.untuned_peer(), arm("none"));
-        for bad in ["turbo", "cpumap-hw", "cpumap-plain-skb", "rps-"] {
+        // A mode whose name holds a dash keeps it, variants follow.
+        assert_eq!(arm("napi-thread").mode, Mode::NapiThread);
+        assert_eq!(arm("napi-thread-skb").label(), "NAPI thread (skb)");
+        assert_eq!(arm("napi-thread-skb").untuned_peer(), arm("none-skb"));
+        for bad in [
+            "turbo",
+            "cpumap-hw",
+            "cpumap-plain-skb",
+            "rps-",
+            "napi",
+            "napi-threads",
+        ] {
             assert!(bad.parse::<ArmName>().is_err(), "{bad}");
         }
         let doc = RunDoc {

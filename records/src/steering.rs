@@ -21,6 +21,9 @@ names! {
         /// RFS alone: each flow's packets to the CPU its reader last ran on; no RPS spreading
         /// of flows nobody reads yet, no XPS.
         Rfs = "rfs",
+        /// Threaded NAPI: the interface's receive polling in kernel threads pinned to chosen
+        /// CPUs, instead of softirq on whichever CPU took the interrupt; RPS and XPS off.
+        NapiThread = "napi-thread",
         /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
         Cpumap = "cpumap",
     }
@@ -102,6 +105,11 @@ pub struct Tuning {
     pub rfs: bool,
     /// XPS: each TX queue's `xps_cpus` is the mask of the chosen CPUs.
     pub xps: bool,
+    /// Threaded NAPI: the interface's `threaded` on and its NAPI kthreads pinned to the chosen
+    /// CPUs. Off means left alone, not written off: whether a box polls in threads is its
+    /// admin's choice (and the lab's stand-in for an interrupt's CPU), not something the other
+    /// profiles undo.
+    pub napi_thread: bool,
 }
 
 /// The CPU flags a mode takes (`attach`, `install`, a comparison's attach of the arm).
@@ -111,6 +119,8 @@ pub enum CpuFlags {
     Nothing,
     /// `--cpus L`: the CPUs RPS and XPS may use.
     List,
+    /// `--napi-cpu L`: the CPUs the interface's NAPI kthreads may run on.
+    NapiCpus,
     /// `--http-cpus`, `--zap-cpus`, `--other-cpus` (cpumap's targets per traffic class) and
     /// `--qsize`; a comparison gives its protocol's flag the lab's steering targets.
     PerClass,
@@ -135,6 +145,7 @@ impl Mode {
                     rps: true,
                     rfs: true,
                     xps: true,
+                    napi_thread: false,
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::List,
@@ -148,6 +159,7 @@ impl Mode {
                     rps: false,
                     rfs: false,
                     xps: false,
+                    napi_thread: false,
                 }),
                 xdp_program: Some(program::STEER),
                 cpus: CpuFlags::PerClass,
@@ -162,10 +174,30 @@ impl Mode {
                     rps: false,
                     rfs: true,
                     xps: false,
+                    napi_thread: false,
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[Need::GlobalSysctl("net.core.rps_sock_flow_entries")],
+            },
+            Mode::NapiThread => &Steering {
+                label: "NAPI thread",
+                summary: "threaded NAPI, its kthreads pinned (RPS and XPS off)",
+                // The poll, GRO and the stack's receive run in the pinned kthread, so RPS
+                // would only move them a second time.
+                tuning: Some(Tuning {
+                    rps: false,
+                    rfs: false,
+                    xps: false,
+                    napi_thread: true,
+                }),
+                xdp_program: None,
+                cpus: CpuFlags::NapiCpus,
+                needs: &[Need::Kernel(
+                    5,
+                    12,
+                    "threaded NAPI: /sys/class/net/<iface>/threaded",
+                )],
             },
         }
     }
@@ -234,6 +266,13 @@ mod tests {
             "it needs Linux 6.9 or later (EPIOCSPARAMS); this kernel is 6.1"
         );
         assert_eq!(Need::Kernel(6, 1, "x").unmet(&host), None);
+        let five = Place {
+            kernel: (5, 10),
+            ..host
+        };
+        let why = Mode::NapiThread.refused_at(&five).unwrap();
+        assert!(why.starts_with("it needs Linux 5.12 or later (threaded NAPI"), "{why}");
+        assert_eq!(Mode::NapiThread.refused_at(&lab), None, "the lab can run it");
     }
 
     /// Modes are names (`names!`): each round-trips, and an unknown one is refused with the
@@ -249,7 +288,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, cpumap"
         );
     }
 
@@ -268,7 +307,7 @@ mod tests {
         }
         assert_eq!(
             Mode::profiles().collect::<Vec<_>>(),
-            [Mode::Rps, Mode::Rfs, Mode::Cpumap]
+            [Mode::Rps, Mode::Rfs, Mode::NapiThread, Mode::Cpumap]
         );
     }
 }

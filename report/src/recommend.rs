@@ -81,6 +81,7 @@ fn command(run: &RunDoc, arm: ArmName, rows: &[&Row]) -> Option<String> {
     match mode.steering().cpus {
         CpuFlags::Nothing => {}
         CpuFlags::List => command.push_str(&format!(" --cpus {cpus}")),
+        CpuFlags::NapiCpus => command.push_str(&format!(" --napi-cpu {cpus}")),
         CpuFlags::PerClass => command.push_str(&format!(" --http-cpus {cpus}")),
     }
     if mode.steers_with_xdp() {

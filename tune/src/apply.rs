@@ -3,31 +3,33 @@
 use std::path::{Path, PathBuf};
 
 use crate::{
-    cpus::parse_cpumask,
+    knob::Knob,
     profile::Setting,
     state::{Entry, StateFile},
 };
 
 #[derive(Debug, thiserror::Error)]
+// Each message names the I/O error itself, so the error is a field, not a `source`: a chain
+// printed with `{:#}` would say it twice.
 pub enum TuneError {
-    #[error("reading {name} ({path}): {source}")]
+    #[error("reading {name} ({path}): {error}")]
     Read {
         name: String,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("writing {value:?} to {name} ({path}) failed: {source}; the {reverted} value(s) already written were put back")]
+    #[error("writing {value:?} to {name} ({path}) failed: {error}; the {reverted} value(s) already written were put back")]
     Write {
         name: String,
         path: PathBuf,
         value: String,
-        source: std::io::Error,
+        error: std::io::Error,
         reverted: usize,
     },
-    #[error("state file {path}: {source}")]
+    #[error("state file {path}: {error}")]
     State {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("revert could not restore {0}")]
     Revert(String),
@@ -38,6 +40,7 @@ pub enum TuneError {
 pub struct Change {
     pub name: String,
     pub path: PathBuf,
+    pub knob: Knob,
     pub current: String,
     pub target: String,
     pub snapshot: Option<String>,
@@ -46,7 +49,7 @@ pub struct Change {
 
 impl Change {
     pub fn needs_write(&self) -> bool {
-        self.skipped.is_none() && !same_value(&self.path, &self.current, &self.target)
+        self.skipped.is_none() && !self.knob.same(&self.path, &self.current, &self.target)
     }
 }
 
@@ -61,29 +64,14 @@ impl Plan {
     }
 }
 
-/// The file's content exactly as read (newline included), so revert can restore it byte for
-/// byte; comparisons ignore the difference.
-fn read(name: &str, path: &Path) -> Result<String, TuneError> {
-    std::fs::read_to_string(path).map_err(|source| TuneError::Read {
+/// The value exactly as read (newline included), so revert can restore it byte for byte;
+/// comparisons ignore the difference.
+fn read(knob: Knob, name: &str, path: &Path) -> Result<String, TuneError> {
+    knob.read(path).map_err(|error| TuneError::Read {
         name: name.to_string(),
         path: path.to_path_buf(),
-        source,
+        error,
     })
-}
-
-/// Values compare by meaning: whitespace-separated fields alike (`4096\t131072` = `4096 131072`),
-/// cpumasks as CPU sets (`0` = `00000000`).
-fn same_value(path: &Path, a: &str, b: &str) -> bool {
-    let is_mask = path
-        .file_name()
-        .and_then(|f| f.to_str())
-        .is_some_and(|f| f.ends_with("_cpus"));
-    if is_mask {
-        if let (Ok(x), Ok(y)) = (parse_cpumask(a), parse_cpumask(b)) {
-            return x == y;
-        }
-    }
-    a.split_whitespace().eq(b.split_whitespace())
 }
 
 /// What applying `settings` would change, given the snapshot (if any).
@@ -92,17 +80,18 @@ pub fn show(settings: &[Setting], state: Option<&StateFile>) -> Result<Plan, Tun
     for s in settings {
         // A skipped setting is shown as it reads, if it reads at all.
         let current = if s.skipped.is_some() {
-            std::fs::read_to_string(&s.path).unwrap_or_default()
+            s.knob.read(&s.path).unwrap_or_default()
         } else {
-            read(&s.name, &s.path)?
+            read(s.knob, &s.name, &s.path)?
         };
         changes.push(Change {
             name: s.name.clone(),
             path: s.path.clone(),
+            knob: s.knob,
             current,
             target: s.value.clone(),
             snapshot: state
-                .and_then(|st| st.original_of(&s.path))
+                .and_then(|st| st.original_of(&s.path, s.knob))
                 .map(str::to_string),
             skipped: s.skipped.clone(),
         });
@@ -119,9 +108,9 @@ pub fn apply(
     fresh: StateFile,
     dry_run: bool,
 ) -> Result<Plan, TuneError> {
-    let state_err = |source| TuneError::State {
+    let state_err = |error| TuneError::State {
         path: state_path.to_path_buf(),
-        source,
+        error,
     };
     let mut state = StateFile::load(state_path)
         .map_err(state_err)?
@@ -132,10 +121,11 @@ pub fn apply(
     }
     let mut recorded = false;
     for c in plan.changes.iter().filter(|c| c.skipped.is_none()) {
-        if state.original_of(&c.path).is_none() {
+        if state.original_of(&c.path, c.knob).is_none() {
             state.entries.push(Entry {
                 name: c.name.clone(),
                 path: c.path.clone(),
+                knob: c.knob,
                 original: c.current.clone(),
             });
             recorded = true;
@@ -148,17 +138,17 @@ pub fn apply(
     }
     let mut written: Vec<&Change> = Vec::new();
     for c in plan.writes() {
-        if let Err(source) = std::fs::write(&c.path, &c.target) {
+        if let Err(error) = c.knob.write(&c.path, &c.target) {
             // Put back what this apply changed, newest first, then say which key failed.
             let reverted = written.len();
             for w in written.iter().rev() {
-                let _ = std::fs::write(&w.path, &w.current);
+                let _ = w.knob.write(&w.path, &w.current);
             }
             return Err(TuneError::Write {
                 name: c.name.clone(),
                 path: c.path.clone(),
                 value: c.target.clone(),
-                source,
+                error,
                 reverted,
             });
         }
@@ -171,9 +161,9 @@ pub fn apply(
 /// changed (entries whose value already matched are not written). A value that cannot be
 /// restored is reported and the state file is kept, so a later revert can try again.
 pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
-    let state_err = |source| TuneError::State {
+    let state_err = |error| TuneError::State {
         path: state_path.to_path_buf(),
-        source,
+        error,
     };
     let Some(state) = StateFile::load(state_path).map_err(state_err)? else {
         return Ok(Vec::new());
@@ -181,11 +171,11 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
     let mut restored = Vec::new();
     let mut failed = Vec::new();
     for e in &state.entries {
-        let current = match read(&e.name, &e.path) {
+        let current = match read(e.knob, &e.name, &e.path) {
             Ok(c) => c,
             // The device went away (a removed lab veth): nothing left to restore there.
-            Err(TuneError::Read { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
+            Err(TuneError::Read { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
             {
                 continue
             }
@@ -198,10 +188,11 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
         if current == e.original {
             continue;
         }
-        match std::fs::write(&e.path, &e.original) {
+        match e.knob.write(&e.path, &e.original) {
             Ok(()) => restored.push(Change {
                 name: e.name.clone(),
                 path: e.path.clone(),
+                knob: e.knob,
                 current,
                 target: e.original.clone(),
                 snapshot: Some(e.original.clone()),
@@ -222,6 +213,7 @@ mod tests {
     use super::*;
     use crate::profile::{profile, ProfileInput};
     use rxsteer_records::Mode;
+    use crate::cpus::parse_cpumask;
     use std::fs;
 
     /// A scratch tree with the files a 1-queue NIC and the sysctls have.
@@ -435,6 +427,7 @@ mod tests {
 
     #[test]
     fn values_compare_by_meaning() {
+        let same_value = |p: &Path, a: &str, b: &str| Knob::File.same(p, a, b);
         assert!(same_value(
             Path::new("/x/tcp_rmem"),
             "4096\t131072\t6291456",

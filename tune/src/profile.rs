@@ -5,12 +5,15 @@
 //!   `rps_sock_flow_entries`) and XPS on every TX queue where the mode turns them on, else
 //!   off (0, an empty mask); then the reference sysctls. `rps` is the reference tune.sh; cpumap
 //!   turns all three off.
+//! - Threaded NAPI where the mode wants it (`napi-thread`): the interface's `threaded` on and
+//!   its NAPI kthreads on the chosen CPUs; other modes leave both alone.
 //! - A mode with no tuning (`none`) has nothing to apply: everything goes back to the snapshot
 //!   (revert).
 use std::path::{Path, PathBuf};
 
 use crate::{
-    cpus::cpumask,
+    cpus::{cpumask, format_cpu_list},
+    knob::Knob,
     sysctl::{self, Scope, REFERENCE, RFS_FLOW_ENTRIES, RPS_SOCK_FLOW_ENTRIES},
 };
 
@@ -23,6 +26,8 @@ pub struct Setting {
     /// `net.core.somaxconn` or `eth0 rx-0/rps_cpus`.
     pub name: String,
     pub path: PathBuf,
+    /// How the path is read and written.
+    pub knob: Knob,
     pub value: String,
     /// Why this setting is not applied here (a global sysctl inside a namespace, a file this
     /// kernel or device does not have).
@@ -33,7 +38,8 @@ pub struct Setting {
 #[derive(Clone, Debug)]
 pub struct ProfileInput {
     pub iface: String,
-    /// CPUs RPS and XPS may use (the allowlist).
+    /// The CPUs the mode's CPU flag names: where RPS and XPS may spread (`--cpus`), or where
+    /// the NAPI kthreads run (`--napi-cpu`).
     pub cpus: Vec<u32>,
     /// Number of CPU ids (highest possible + 1): the width of the masks the kernel prints.
     pub nr_cpu_ids: u32,
@@ -89,6 +95,7 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
         Setting {
             name: format!("{} {q}/{f}", input.iface),
             path: under(&input.root, &abs),
+            knob: Knob::File,
             value,
             skipped: None,
         }
@@ -100,6 +107,28 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     for q in queues(input, "tx-") {
         out.push(file(&q, "xps_cpus", mask_if(tuning.xps)));
     }
+    if tuning.napi_thread {
+        // `threaded` first: turning it on starts the kthreads the next setting pins (and on
+        // revert, turning it back off stops them before their CPUs would be restored).
+        let threaded = under(
+            &input.root,
+            Path::new(&format!("/sys/class/net/{}/threaded", input.iface)),
+        );
+        out.push(Setting {
+            name: format!("{} threaded", input.iface),
+            path: threaded.clone(),
+            knob: Knob::File,
+            value: "1".to_string(),
+            skipped: None,
+        });
+        out.push(Setting {
+            name: format!("{} NAPI kthreads' CPUs", input.iface),
+            path: threaded,
+            knob: Knob::NapiThreadCpus,
+            value: format_cpu_list(&input.cpus),
+            skipped: None,
+        });
+    }
     let rfs = if tuning.rfs { RFS_FLOW_ENTRIES } else { 0 };
     let sysctls = std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))
         .chain(REFERENCE.iter().map(|&(n, v, s)| (n, v.to_string(), s)));
@@ -107,6 +136,7 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
         out.push(Setting {
             name: name.to_string(),
             path: under(&input.root, &sysctl::path(name)),
+            knob: Knob::File,
             value,
             skipped: (scope == Scope::Global && !input.root_netns)
                 .then(|| "global sysctl: left alone inside a network namespace".to_string()),

@@ -1,6 +1,8 @@
 //! The state file: every original value, written before the first change, so that revert,
 //! `rxsteer restore` and the next start can put the machine back after any kind of exit.
 use serde::{Deserialize, Serialize};
+
+use crate::knob::Knob;
 use std::{
     io::Write,
     os::unix::fs::{DirBuilderExt, OpenOptionsExt},
@@ -15,6 +17,9 @@ pub struct Entry {
     /// `net.core.somaxconn` or `rx-0/rps_cpus`: what the user sees.
     pub name: String,
     pub path: PathBuf,
+    /// How the path is read and written (state files before knobs hold files only).
+    #[serde(default)]
+    pub knob: Knob,
     /// The value read before rxsteer first wrote it, exactly as read (trailing newline included).
     pub original: String,
 }
@@ -82,10 +87,10 @@ impl StateFile {
         std::fs::rename(&tmp, path)
     }
 
-    pub fn original_of(&self, path: &Path) -> Option<&str> {
+    pub fn original_of(&self, path: &Path, knob: Knob) -> Option<&str> {
         self.entries
             .iter()
-            .find(|e| e.path == path)
+            .find(|e| e.path == path && e.knob == knob)
             .map(|e| e.original.as_str())
     }
 
@@ -115,6 +120,7 @@ mod tests {
         s.entries.push(Entry {
             name: "a".into(),
             path: "/x".into(),
+            knob: Knob::File,
             original: "1\t2".into(),
         });
         s.save(&path).unwrap();
@@ -127,7 +133,7 @@ mod tests {
             std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
             0o700
         );
-        assert_eq!(s.original_of(Path::new("/x")), Some("1\t2"));
+        assert_eq!(s.original_of(Path::new("/x"), Knob::File), Some("1\t2"));
         assert_eq!(s.live_owner(), None, "this process is not another owner");
         assert!(!s.crashed());
         let dead = StateFile::new(42, "eth0", "rps", Some(u32::MAX - 1));

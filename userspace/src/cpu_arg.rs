@@ -44,13 +44,18 @@ pub struct SteerCpus {
     /// rps: CPUs RPS and XPS may use (default: every online CPU, like tune.sh).
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
+    /// napi-thread: CPUs the interface's NAPI kthreads run on (default: every online CPU,
+    /// where the scheduler places them).
+    #[arg(long, value_parser = cpu_list)]
+    pub napi_cpu: Option<CpuList>,
 }
 
 impl SteerCpus {
     /// Each flag, the modes that take it, and whether it was given.
-    fn given(&self) -> [(&'static str, CpuFlags, bool); 4] {
+    fn given(&self) -> [(&'static str, CpuFlags, bool); 5] {
         [
             ("--cpus", CpuFlags::List, self.cpus.is_some()),
+            ("--napi-cpu", CpuFlags::NapiCpus, self.napi_cpu.is_some()),
             ("--http-cpus", CpuFlags::PerClass, self.http_cpus.is_some()),
             ("--zap-cpus", CpuFlags::PerClass, self.zap_cpus.is_some()),
             (
@@ -63,31 +68,49 @@ impl SteerCpus {
 
     /// Refuses a CPU flag `mode` does not take, naming the modes that do.
     pub fn check_for(&self, mode: Mode) -> Result<(), String> {
-        let takes = mode.steering().cpus;
-        let Some((flag, kind, _)) = self.given().into_iter().find(|&(_, k, g)| g && k != takes)
-        else {
-            return Ok(());
-        };
-        let its: Vec<&str> = self
-            .given()
-            .into_iter()
-            .filter(|&(_, k, _)| k == takes)
-            .map(|(f, _, _)| f)
-            .collect();
-        let its = match its.as_slice() {
-            [] => "no CPU flag".to_string(),
-            flags => flags.join(", "),
-        };
-        Err(format!(
-            "{flag} only applies to --steer {}; --steer {mode} takes {its}",
-            modes_where(|s| s.cpus == kind)
-        ))
+        refuse_flags_not_taken(mode, &self.given())
     }
 
-    /// `--cpus` as a slice, for the profile input.
-    pub fn rps(&self) -> Option<&[u32]> {
-        self.cpus.as_ref().map(|c| c.0.as_slice())
+    /// The CPUs the profile's list names (`--cpus` or `--napi-cpu`, whichever the mode takes),
+    /// for the profile input; `None`: the default, every online CPU.
+    pub fn profile_cpus(&self) -> Option<&[u32]> {
+        profile_cpus(self.cpus.as_ref(), self.napi_cpu.as_ref())
     }
+}
+
+/// The list a tuning profile reads from the two flags that name one (a mode takes at most one
+/// of them, checked by [`refuse_flags_not_taken`]).
+pub fn profile_cpus<'a>(
+    cpus: Option<&'a CpuList>,
+    napi_cpu: Option<&'a CpuList>,
+) -> Option<&'a [u32]> {
+    cpus.or(napi_cpu).map(|c| c.0.as_slice())
+}
+
+/// Refuses the first given CPU flag that `mode` does not take, naming the flags it takes and
+/// the modes that take the one given. `given`: each flag, the modes' kind that takes it, and
+/// whether it was given.
+pub fn refuse_flags_not_taken(
+    mode: Mode,
+    given: &[(&'static str, CpuFlags, bool)],
+) -> Result<(), String> {
+    let takes = mode.steering().cpus;
+    let Some(&(flag, kind, _)) = given.iter().find(|&&(_, k, g)| g && k != takes) else {
+        return Ok(());
+    };
+    let its: Vec<&str> = given
+        .iter()
+        .filter(|&&(_, k, _)| k == takes)
+        .map(|&(f, _, _)| f)
+        .collect();
+    let its = match its.as_slice() {
+        [] => "no CPU flag".to_string(),
+        flags => flags.join(", "),
+    };
+    Err(format!(
+        "{flag} only applies to --steer {}; --steer {mode} takes {its}",
+        modes_where(|s| s.cpus == kind)
+    ))
 }
 
 /// The names of the modes whose steering is `pick`, for "only applies to --steer ...".

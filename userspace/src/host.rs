@@ -214,11 +214,16 @@ pub fn writes_said(before: &str, after: &str, plan: &rxsteer_tune::Plan) -> Stri
     changes_said(before, after, &writes)
 }
 
-/// One line per change: `name: current -> target`.
+/// One line per change: `name: current -> target` (an empty value, such as no NAPI kthread
+/// yet, as "(none)").
 fn describe(changes: &[Change]) -> String {
+    let shown = |v: &str| match v.trim() {
+        "" => "(none)".to_string(),
+        v => v.to_string(),
+    };
     changes
         .iter()
-        .map(|c| format!("  {}: {} -> {}", c.name, c.current.trim(), c.target.trim()))
+        .map(|c| format!("  {}: {} -> {}", c.name, shown(&c.current), shown(&c.target)))
         .collect::<Vec<_>>()
         .join("\n")
 }

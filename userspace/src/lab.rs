@@ -340,7 +340,7 @@ fn write_sysfs(ns: &str, path: &str, value: &str) -> Result<()> {
 
 /// The pid of the threaded-NAPI kthread of `dev` (comm `napi/<dev>-<id>`).
 fn napi_thread(dev: &str) -> Result<u32> {
-    let prefix = format!("napi/{dev}-");
+    let prefix = rxsteer_tune::pin::napi_comm_prefix(dev);
     for _ in 0..50 {
         if let Some(&(pid, _)) =
             rxsteer_dataplane::procfs::pids_with_comm_prefix(&[&prefix])?.first()

@@ -28,7 +28,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
-    let input = host::profile_input(&o.iface, args.cpus.rps())?;
+    let input = host::profile_input(&o.iface, args.cpus.profile_cpus())?;
     host::recover_crashed()?;
     host::check_not_owned()?;
 
@@ -127,6 +127,10 @@ fn steering_line(
         ),
         CpuFlags::List => format!(
             "{mode} (CPUs {})",
+            rxsteer_tune::cpus::format_cpu_list(&input.cpus)
+        ),
+        CpuFlags::NapiCpus => format!(
+            "{mode} (NAPI kthreads on CPUs {})",
             rxsteer_tune::cpus::format_cpu_list(&input.cpus)
         ),
         CpuFlags::Nothing => mode.to_string(),

@@ -5,23 +5,44 @@ use clap::Subcommand;
 use std::io::Write;
 
 use crate::{
-    cpu_arg::{cpu_list, steering_profile, CpuList},
+    cpu_arg::{cpu_list, profile_cpus, refuse_flags_not_taken, steering_profile, CpuList},
     host, iface, privilege,
     privilege::Cap,
 };
-use rxsteer_records::Mode;
+use rxsteer_records::{CpuFlags, Mode};
 use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneTarget {
     #[arg(long)]
     pub iface: String,
-    /// rps or cpumap (none is `tune revert`).
+    /// rps, rfs, napi-thread or cpumap (none is `tune revert`).
     #[arg(long, value_parser = steering_profile)]
     pub profile: Mode,
-    /// CPUs RPS and XPS may use (default: every online CPU).
+    /// rps: CPUs RPS and XPS may use (default: every online CPU).
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
+    /// napi-thread: CPUs the interface's NAPI kthreads run on (default: every online CPU).
+    #[arg(long, value_parser = cpu_list)]
+    pub napi_cpu: Option<CpuList>,
+}
+
+impl TuneTarget {
+    /// The profile's input, its CPU flag checked against the profile first.
+    fn input(&self) -> Result<rxsteer_tune::ProfileInput> {
+        refuse_flags_not_taken(
+            self.profile,
+            &[
+                ("--cpus", CpuFlags::List, self.cpus.is_some()),
+                ("--napi-cpu", CpuFlags::NapiCpus, self.napi_cpu.is_some()),
+            ],
+        )
+        .map_err(anyhow::Error::msg)?;
+        host::profile_input(
+            &self.iface,
+            profile_cpus(self.cpus.as_ref(), self.napi_cpu.as_ref()),
+        )
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -51,8 +72,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
         TuneCmd::Apply { target, dry_run } => {
             iface::require_up(&target.iface)?;
             host::refuse_unmet(target.profile, "--profile")?;
-            let input =
-                host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
+            let input = target.input()?;
             let settings = profile(target.profile, &input);
             if !dry_run {
                 privilege::require("rxsteer tune apply", TUNE_CAPS)?;
@@ -84,8 +104,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
         }
         TuneCmd::Show { target } => {
             iface::require_up(&target.iface)?;
-            let input =
-                host::profile_input(&target.iface, target.cpus.as_ref().map(|c| c.0.as_slice()))?;
+            let input = target.input()?;
             let state = StateFile::load(&host::state_path()?)?;
             let plan = show(&profile(target.profile, &input), state.as_ref())?;
             writeln!(

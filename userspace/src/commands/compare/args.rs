@@ -375,19 +375,30 @@ mod tests {
         };
         let no_bpf = NO_BPF_ARM.to_string();
         let no_bpf = no_bpf.as_str();
-        assert_eq!(keys(&parse(&[])), ["none", "rps", "rfs", "cpumap", no_bpf]);
+        assert_eq!(
+            keys(&parse(&[])),
+            ["none", "rps", "rfs", "napi-thread", "cpumap", no_bpf]
+        );
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--steer", "cpumap"])),
             ["cpumap-drv", "cpumap-skb"]
         );
-        // Untuned, RPS and RFS carry no XDP program, so they run once whatever the XDP modes.
+        // The tunings carry no XDP program, so they run once whatever the XDP modes.
         let both = parse(&["--xdp-mode", "both"]);
         assert_eq!(
             keys(&both),
-            ["none", "rps", "rfs", "cpumap-drv", "cpumap-skb", no_bpf]
+            [
+                "none",
+                "rps",
+                "rfs",
+                "napi-thread",
+                "cpumap-drv",
+                "cpumap-skb",
+                no_bpf
+            ]
         );
-        assert_eq!(both.arms()[4].xdp, XdpModeChoice::Skb);
-        assert!(!both.arms()[2].runs_xdp() && both.arms()[3].runs_xdp());
+        assert_eq!(both.arms()[5].xdp, XdpModeChoice::Skb);
+        assert!(!both.arms()[3].runs_xdp() && both.arms()[4].runs_xdp());
         // With the XDP observer they are arms of each XDP mode again, as in older runs.
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--observer", "xdp"])),
@@ -395,10 +406,12 @@ mod tests {
                 "none-drv",
                 "rps-drv",
                 "rfs-drv",
+                "napi-thread-drv",
                 "cpumap-drv",
                 "none-skb",
                 "rps-skb",
                 "rfs-skb",
+                "napi-thread-skb",
                 "cpumap-skb",
                 no_bpf
             ]

@@ -54,6 +54,7 @@ fn attach_args(
     match arm.mode.steering().cpus {
         CpuFlags::PerClass => args.extend([proto.spec().cpus_flag.into(), targets]),
         CpuFlags::List => args.extend(["--cpus".into(), targets]),
+        CpuFlags::NapiCpus => args.extend(["--napi-cpu".into(), targets]),
         CpuFlags::Nothing => {}
     }
     args

@@ -78,6 +78,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
     let mut flags = Vec::new();
     let named = [
         ("--cpus", list(&a.cpus.cpus)),
+        ("--napi-cpu", list(&a.cpus.napi_cpu)),
         ("--http-cpus", list(&a.cpus.http_cpus)),
         ("--zap-cpus", list(&a.cpus.zap_cpus)),
         ("--other-cpus", list(&a.cpus.other_cpus)),
@@ -119,7 +120,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
                 modes_where(|s| s.xdp_program.is_some())
             );
         }
-        host::profile_input(&a.iface, a.cpus.rps())?;
+        host::profile_input(&a.iface, a.cpus.profile_cpus())?;
     }
     Ok(ask)
 }
@@ -172,7 +173,7 @@ fn systemctl(layout: &Layout, args: &[&str]) -> Result<()> {
     .map(drop)
 }
 
-/// Writes the binary, the unit and the record (`cpus`: rps's `--cpus`); on any failure,
+/// Writes the binary, the unit and the record (`cpus`: the profile's CPU list); on any failure,
 /// removes what it wrote.
 fn write_all(layout: &Layout, ask: &Ask, cpus: Option<Vec<u32>>) -> Result<Installed> {
     let unit = unit_name(&ask.iface);
@@ -228,7 +229,7 @@ pub fn install(a: &InstallArgs) -> Result<()> {
         host::refuse_unmet(a.steer, "--steer")?;
         privilege::require("rxsteer install", &[Cap::NetAdmin, Cap::SysAdmin])?;
     }
-    let rec = write_all(&layout, &ask, a.cpus.cpus.clone().map(|c| c.0))?;
+    let rec = write_all(&layout, &ask, a.cpus.profile_cpus().map(<[u32]>::to_vec))?;
     let enabled = if layout.is_image() {
         systemctl(&layout, &["enable", &rec.unit])
     } else {
@@ -279,7 +280,7 @@ fn dry_run(out: &mut impl Write, layout: &Layout, ask: &Ask, a: &InstallArgs) ->
         layout.host(Path::new(BINARY)).display(),
         layout.record_path(&ask.iface).display()
     )?;
-    let input = host::profile_input(&ask.iface, a.cpus.rps())?;
+    let input = host::profile_input(&ask.iface, a.cpus.profile_cpus())?;
     let plan = show(&profile(ask.steer, &input), None)?;
     writeln!(
         out,

@@ -76,7 +76,8 @@ pub struct Installed {
     /// The unit's commands after the binary (ExecStart; ExecStop where it has one).
     pub exec_start: Vec<String>,
     pub exec_stop: Option<Vec<String>>,
-    /// rps: the `--cpus` RPS and XPS use, None for every online CPU.
+    /// The profile's CPU list (rps: `--cpus`, napi-thread: `--napi-cpu`), None for every
+    /// online CPU.
     pub cpus: Option<Vec<u32>>,
     /// Files written, as the booted box sees them, this record's own last.
     pub files: Vec<PathBuf>,
