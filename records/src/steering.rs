@@ -271,8 +271,15 @@ mod tests {
             ..host
         };
         let why = Mode::NapiThread.refused_at(&five).unwrap();
-        assert!(why.starts_with("it needs Linux 5.12 or later (threaded NAPI"), "{why}");
-        assert_eq!(Mode::NapiThread.refused_at(&lab), None, "the lab can run it");
+        assert!(
+            why.starts_with("it needs Linux 5.12 or later (threaded NAPI"),
+            "{why}"
+        );
+        assert_eq!(
+            Mode::NapiThread.refused_at(&lab),
+            None,
+            "the lab can run it"
+        );
     }
 
     /// Modes are names (`names!`): each round-trips, and an unknown one is refused with the

@@ -174,9 +174,7 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
         let current = match read(e.knob, &e.name, &e.path) {
             Ok(c) => c,
             // The device went away (a removed lab veth): nothing left to restore there.
-            Err(TuneError::Read { error, .. })
-                if error.kind() == std::io::ErrorKind::NotFound =>
-            {
+            Err(TuneError::Read { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
                 continue
             }
             Err(err) => {
@@ -211,9 +209,9 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpus::parse_cpumask;
     use crate::profile::{profile, ProfileInput};
     use rxsteer_records::Mode;
-    use crate::cpus::parse_cpumask;
     use std::fs;
 
     /// A scratch tree with the files a 1-queue NIC and the sysctls have.
@@ -345,6 +343,30 @@ mod tests {
         }
         revert(&state).unwrap();
         assert_eq!(snapshot_of(&root), before);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Only napi-thread touches `threaded` and the NAPI kthreads; on a device without the file
+    /// (a kernel before 5.12) both are skipped, said, not failed.
+    #[test]
+    fn only_napi_thread_threads_napi_and_a_device_without_it_skips_both() {
+        let (root, input) = fake_host("napi");
+        let napi = |s: &&Setting| s.name.contains("threaded") || s.name.contains("NAPI");
+        for m in Mode::profiles().filter(|m| *m != Mode::NapiThread) {
+            assert_eq!(profile(m, &input).iter().filter(napi).count(), 0, "{m}");
+        }
+        let settings = profile(Mode::NapiThread, &input);
+        let ours: Vec<&Setting> = settings.iter().filter(napi).collect();
+        assert_eq!(
+            ours.iter()
+                .map(|s| (s.knob, s.value.as_str()))
+                .collect::<Vec<_>>(),
+            [(Knob::File, "1"), (Knob::NapiThreadCpus, "0-19")],
+            "threaded first, then the kthreads' CPUs"
+        );
+        assert!(ours
+            .iter()
+            .all(|s| s.skipped.as_deref() == Some("not present on this kernel or device")));
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -160,7 +160,10 @@ mod tests {
         assert!(same("7342:2", "2"));
         assert!(same("2", "7342:2 7343:2"));
         assert!(!same("7342:2 7343:0-1", "2"), "one kthread elsewhere");
-        assert!(!same("", "2"), "no kthread yet: the list is still to be written");
+        assert!(
+            !same("", "2"),
+            "no kthread yet: the list is still to be written"
+        );
         assert!(same("", ""));
         assert!(same("7342:0-1", "7342:1,0"));
         assert!(!same("7342:0-1", "7343:0-1"), "another kthread");

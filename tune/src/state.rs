@@ -142,4 +142,16 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(StateFile::load(&path).unwrap(), None);
     }
+
+    /// A state file written before knobs (a session that crashed under the older rxsteer)
+    /// still restores: its entries are files.
+    #[test]
+    fn entries_without_a_knob_are_files() {
+        let old = r#"{"version":1,"netns_inode":7,"session_pid":null,"iface":"eth0",
+            "profile":"rps","entries":[{"name":"a","path":"/x","original":"1"}]}"#;
+        let s: StateFile = serde_json::from_str(old).unwrap();
+        assert_eq!(s.entries[0].knob, Knob::File);
+        assert_eq!(s.original_of(Path::new("/x"), Knob::File), Some("1"));
+        assert_eq!(s.original_of(Path::new("/x"), Knob::NapiThreadCpus), None);
+    }
 }

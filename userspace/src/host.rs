@@ -223,7 +223,14 @@ fn describe(changes: &[Change]) -> String {
     };
     changes
         .iter()
-        .map(|c| format!("  {}: {} -> {}", c.name, shown(&c.current), shown(&c.target)))
+        .map(|c| {
+            format!(
+                "  {}: {} -> {}",
+                c.name,
+                shown(&c.current),
+                shown(&c.target)
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -723,3 +723,151 @@ fn state_files_of_namespaces_that_are_gone_are_removed_in_one_line_each() {
     );
     assert!(!orphan.exists());
 }
+
+/// The CPUs of each NAPI kthread of `dev`, by pid.
+fn napi_kthread_cpus(dev: &str) -> Vec<(u32, Vec<u32>)> {
+    let prefix = rxsteer_tune::pin::napi_comm_prefix(dev);
+    rxsteer_tune::pin::tasks_with_comm_prefix(&[&prefix])
+        .unwrap()
+        .into_iter()
+        .map(|(pid, _)| (pid, rxsteer_tune::pin::affinity_of(pid).unwrap()))
+        .collect()
+}
+
+/// A root-namespace veth whose NAPI can be threaded (a veth has NAPI only with GRO or XDP).
+fn napi_veth(tag: char) -> RootVeth {
+    let veth = RootVeth::create(tag);
+    let out = Command::new("ethtool")
+        .args(["-K", &veth.0, "gro", "on"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ethtool -K {} gro on", veth.0);
+    veth
+}
+
+#[test]
+#[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
+fn napi_thread_pins_the_kthreads_and_puts_back_threaded_and_their_cpus() {
+    let veth = napi_veth('n');
+    let dev = &veth.0;
+    let threaded = format!("/sys/class/net/{dev}/threaded");
+    let target = *online_cpus().last().unwrap();
+    let before = std::fs::read(&threaded).unwrap();
+    assert_eq!(
+        read_trimmed(&threaded),
+        "0",
+        "a fresh veth polls in softirq"
+    );
+    let said = common::succeed(Command::new(RXSTEER).args([
+        "tune",
+        "apply",
+        "--iface",
+        dev,
+        "--profile",
+        "napi-thread",
+        "--napi-cpu",
+        &target.to_string(),
+    ]));
+    assert_eq!(read_trimmed(&threaded), "1", "{}", said.stdout);
+    let pinned = napi_kthread_cpus(dev);
+    assert!(!pinned.is_empty(), "no NAPI kthread: {}", said.stdout);
+    for (pid, cpus) in &pinned {
+        assert_eq!(cpus, &[target], "kthread {pid}");
+    }
+    common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
+    assert_eq!(std::fs::read(&threaded).unwrap(), before, "threaded back");
+    // Where the kernel keeps the kthreads after threaded goes off (before 6.15 or so), they
+    // are no longer pinned where rxsteer put them: they have the CPUs a new kthread gets.
+    let fresh = rxsteer_tune::pin::affinity_of(2).unwrap();
+    for (pid, cpus) in napi_kthread_cpus(dev) {
+        assert_eq!(cpus, fresh, "kthread {pid} left pinned");
+    }
+    assert!(no_state_file());
+}
+
+#[test]
+#[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
+fn an_admins_napi_pin_comes_back_after_a_session_and_after_a_crash() {
+    let veth = napi_veth('p');
+    let dev = &veth.0;
+    let threaded = format!("/sys/class/net/{dev}/threaded");
+    let cpus = online_cpus();
+    let (theirs, ours) = (cpus[0], *cpus.last().unwrap());
+    // The admin threads NAPI and pins its kthread: what rxsteer must put back.
+    std::fs::write(&threaded, "1").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while napi_kthread_cpus(dev).is_empty() {
+        assert!(Instant::now() < deadline, "no NAPI kthread for {dev}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (pid, _) in napi_kthread_cpus(dev) {
+        rxsteer_tune::pin::pin_task(pid, &[theirs]).unwrap();
+    }
+    let found = napi_kthread_cpus(dev);
+    let ours_s = ours.to_string();
+    let session = ["attach", "--iface", dev, "--steer", "napi-thread"];
+    // A session that ends by itself.
+    common::succeed(Command::new(RXSTEER).args(session).args([
+        "--napi-cpu",
+        &ours_s,
+        "--count",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(napi_kthread_cpus(dev), found, "the admin's pin is back");
+    assert_eq!(read_trimmed(&threaded), "1");
+    // A session killed outright: `rxsteer restore` puts the pin back.
+    let mut child = Command::new(RXSTEER)
+        .args(session)
+        .args(["--napi-cpu", &ours_s, "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = until_observing(&mut BufReader::new(child.stderr.take().unwrap()));
+    for (pid, cpus) in napi_kthread_cpus(dev) {
+        assert_eq!(cpus, [ours], "kthread {pid} while attached: {said}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let said = common::succeed(Command::new(RXSTEER).arg("restore"));
+    assert_eq!(
+        napi_kthread_cpus(dev),
+        found,
+        "the admin's pin is back after a crash: {}",
+        said.stdout
+    );
+    assert!(no_state_file());
+}
+
+#[test]
+#[ignore = "needs root: creates a veth"]
+fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
+    let veth = RootVeth::create('q');
+    let dev = &veth.0;
+    let threaded = format!("/sys/class/net/{dev}/threaded");
+    let before = std::fs::read(&threaded).unwrap();
+    let out = Command::new(RXSTEER)
+        .args(["tune", "apply", "--iface", dev, "--profile", "napi-thread"])
+        .args(["--cpus", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--cpus only applies to --steer rps"),
+        "{err}"
+    );
+    // GRO off: the veth has no NAPI to thread; the refusal says why and nothing stays changed.
+    let out = Command::new(RXSTEER)
+        .args(["tune", "apply", "--iface", dev, "--profile", "napi-thread"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no NAPI instance to thread"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&threaded).unwrap(), before);
+    common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
+    assert!(no_state_file());
+}

@@ -131,6 +131,18 @@ values() {
     /sys/class/net/$SRV/queues/tx-*/xps_cpus /proc/sys/net/core/rps_sock_flow_entries; do
     [ -r "$f" ] && echo "$f=$(cat "$f" 2>/dev/null)"
   done
+  [ -r /sys/class/net/$SRV/threaded ] && echo "threaded=$(cat /sys/class/net/$SRV/threaded)"
+  # NAPI kthreads pinned anywhere but where a new kthread starts (kthreadd's CPUs): one a
+  # session left pinned. The kernel may keep an unpinned one after threaded goes off (6.1).
+  fresh=$(grep Cpus_allowed_list /proc/2/status | cut -f2)
+  for d in /proc/[0-9]*; do
+    comm=$(cat $d/comm 2>/dev/null)
+    case "$comm" in napi/$SRV-*)
+      c=$(grep Cpus_allowed_list $d/status | cut -f2)
+      [ "$c" != "$fresh" ] && echo "$comm=$c" ;;
+    esac
+  done
+  true
 }
 say data tune-before "$(values | oneline)"
 rxsteer tune apply --iface "$SRV" --profile rps >/tmp/tune.out 2>&1
