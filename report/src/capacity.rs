@@ -38,7 +38,7 @@ fn bound_of(run: &RunDoc, p: Proto) -> Option<&Search> {
 }
 
 /// "58k (55k-61k)": a median and its range over repetitions.
-fn median_range(v: &[f64], f: impl Fn(f64) -> String) -> String {
+pub(crate) fn median_range(v: &[f64], f: impl Fn(f64) -> String) -> String {
     if v.is_empty() {
         return "-".into();
     }

@@ -2,6 +2,7 @@
 //! stored (`run.json` and the samples), so a report can always be rebuilt from its directory.
 //! Reads the stored records through their types (`rxsteer-records`), every version of them.
 mod capacity;
+mod cost;
 mod markdown;
 pub mod observer;
 pub mod predict;

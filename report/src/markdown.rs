@@ -197,6 +197,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     receive_section(&mut o, run, &counted, &protos)?;
     witness_section(&mut o, run, &counted, &protos, run.cpus)?;
     per_request_section(&mut o, run, &arms, &protos)?;
+    crate::cost::section(&mut o, run, &arms, &protos)?;
     time_section(&mut o, run, &arms)?;
     verdict_section(&mut o, run, &arms, &protos)?;
     if searched {

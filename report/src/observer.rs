@@ -189,7 +189,8 @@ fn per_request(ms_per_s: f64, rps: Option<f64>) -> Option<f64> {
     rps.filter(|r| *r > 0.0).map(|r| ms_per_s / r * 1000.0)
 }
 
-fn busy_us(r: &Row) -> Option<f64> {
+/// Every CPU's busy time (/proc/stat) per request served, in us.
+pub(crate) fn busy_us(r: &Row) -> Option<f64> {
     let busy: f64 = r.time_ms_per_s.as_ref()?.iter().map(|t| t.busy()).sum();
     per_request(busy, r.req_per_s)
 }
