@@ -24,6 +24,9 @@ names! {
         /// Threaded NAPI: the interface's receive polling in kernel threads pinned to chosen
         /// CPUs, instead of softirq on whichever CPU took the interrupt; RPS and XPS off.
         NapiThread = "napi-thread",
+        /// Busy polling preferred over interrupts: the server polls the receive queue itself
+        /// while it waits, the device's interrupt deferred meanwhile.
+        BusyPoll = "busy-poll",
         /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
         Cpumap = "cpumap",
     }
@@ -49,6 +52,19 @@ pub struct Steering {
     /// missing the mode is refused with one line saying which (a comparison goes on without
     /// it).
     pub needs: &'static [Need],
+    /// What it asks of the server (the comparison starts `rxsteer serve` so).
+    pub server: ServerHelp,
+}
+
+/// What a mode needs the server itself to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerHelp {
+    Nothing,
+    /// Busy-poll the receive queue for up to this many microseconds per wait, preferred over
+    /// interrupts (`serve --busy-poll`).
+    BusyPoll {
+        usecs: u32,
+    },
 }
 
 /// One thing a mode needs of the place it runs.
@@ -59,6 +75,8 @@ pub enum Need {
     GlobalSysctl(&'static str),
     /// A kernel at least this version (major, minor), for what it uses.
     Kernel(u32, u32, &'static str),
+    /// Something the server must do, which rxsteer's own server does (never refused: said).
+    Server(&'static str),
 }
 
 /// The facts about a place that a mode's needs are checked against.
@@ -91,6 +109,7 @@ impl Need {
         match self {
             Need::GlobalSysctl(name) => format!("{name} (set from the root network namespace)"),
             Need::Kernel(major, minor, what) => format!("Linux {major}.{minor}+ ({what})"),
+            Need::Server(what) => format!("a server that {what}"),
         }
     }
 }
@@ -110,6 +129,10 @@ pub struct Tuning {
     /// admin's choice (and the lab's stand-in for an interrupt's CPU), not something the other
     /// profiles undo.
     pub napi_thread: bool,
+    /// Interrupt deferral for busy polling: the device's `napi_defer_hard_irqs` and
+    /// `gro_flush_timeout` set (so the interrupt stays off while the server polls). Off means
+    /// left alone, as `napi_thread`.
+    pub irq_deferral: bool,
 }
 
 /// The CPU flags a mode takes (`attach`, `install`, a comparison's attach of the arm).
@@ -137,6 +160,7 @@ impl Mode {
                 xdp_program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[],
+                server: ServerHelp::Nothing,
             },
             Mode::Rps => &Steering {
                 label: "RPS/RFS/XPS",
@@ -146,10 +170,12 @@ impl Mode {
                     rfs: true,
                     xps: true,
                     napi_thread: false,
+                    irq_deferral: false,
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::List,
                 needs: &[],
+                server: ServerHelp::Nothing,
             },
             Mode::Cpumap => &Steering {
                 label: "XDP cpumap",
@@ -160,10 +186,12 @@ impl Mode {
                     rfs: false,
                     xps: false,
                     napi_thread: false,
+                    irq_deferral: false,
                 }),
                 xdp_program: Some(program::STEER),
                 cpus: CpuFlags::PerClass,
                 needs: &[],
+                server: ServerHelp::Nothing,
             },
             Mode::Rfs => &Steering {
                 label: "RFS",
@@ -175,10 +203,12 @@ impl Mode {
                     rfs: true,
                     xps: false,
                     napi_thread: false,
+                    irq_deferral: false,
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[Need::GlobalSysctl("net.core.rps_sock_flow_entries")],
+                server: ServerHelp::Nothing,
             },
             Mode::NapiThread => &Steering {
                 label: "NAPI thread",
@@ -190,6 +220,7 @@ impl Mode {
                     rfs: false,
                     xps: false,
                     napi_thread: true,
+                    irq_deferral: false,
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::NapiCpus,
@@ -198,6 +229,35 @@ impl Mode {
                     12,
                     "threaded NAPI: /sys/class/net/<iface>/threaded",
                 )],
+                server: ServerHelp::Nothing,
+            },
+            Mode::BusyPoll => &Steering {
+                label: "busy poll",
+                summary: "busy polling preferred over interrupts, the interrupt deferred \
+                          (RPS and XPS off)",
+                // The server's thread polls the queue: the poll, GRO and the stack run there,
+                // on the server's CPU, while the interrupt stays off.
+                tuning: Some(Tuning {
+                    rps: false,
+                    rfs: false,
+                    xps: false,
+                    napi_thread: false,
+                    irq_deferral: true,
+                }),
+                xdp_program: None,
+                cpus: CpuFlags::Nothing,
+                needs: &[
+                    Need::Kernel(
+                        6,
+                        9,
+                        "busy polling set on epoll (EPIOCSPARAMS) and io_uring (NAPI registration)",
+                    ),
+                    Need::Server(
+                        "busy-polls with the kernel's preference: rxsteer serve --busy-poll, or \
+                         EPIOCSPARAMS / io_uring NAPI registration in yours",
+                    ),
+                ],
+                server: ServerHelp::BusyPoll { usecs: 50 },
             },
         }
     }
@@ -295,7 +355,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, cpumap"
         );
     }
 
@@ -314,7 +374,13 @@ mod tests {
         }
         assert_eq!(
             Mode::profiles().collect::<Vec<_>>(),
-            [Mode::Rps, Mode::Rfs, Mode::NapiThread, Mode::Cpumap]
+            [
+                Mode::Rps,
+                Mode::Rfs,
+                Mode::NapiThread,
+                Mode::BusyPoll,
+                Mode::Cpumap
+            ]
         );
     }
 }

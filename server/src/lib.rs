@@ -6,6 +6,7 @@
 //! transports. Needs no privileges and no BPF.
 pub mod admit;
 pub mod batch;
+pub mod busy_poll;
 pub mod config;
 pub mod epoll;
 pub mod framing;
@@ -52,6 +53,8 @@ pub struct ServeConfig {
     pub io: ServerIo,
     /// Pin worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
+    /// Busy polling, preferred over interrupts, in every worker's engine (`None`: off).
+    pub busy_poll: Option<busy_poll::BusyPoll>,
     pub conn: ConnConfig,
     /// Run on each worker thread before it serves (tests use it to mark threads).
     pub on_worker_start: Option<fn()>,
@@ -64,6 +67,7 @@ impl Default for ServeConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             io: ServerIo::Epoll,
             cpus: None,
+            busy_poll: None,
             conn: ConnConfig {
                 http: Limits::default(),
                 max_frame: rxsteer_wire::zap::MAX_FRAME,
@@ -129,12 +133,13 @@ pub fn start(cfg: ServeConfig) -> Result<Server> {
         };
         let cpu = cfg.cpus.as_ref().map(|c| c[i % c.len()]);
         let (served, conn, hook) = (Arc::clone(&served), Arc::clone(&conn), cfg.on_worker_start);
-        let (io, ready) = (cfg.io, ready_tx.clone());
+        let (io, ready, bp) = (cfg.io, ready_tx.clone(), cfg.busy_poll);
         std::thread::Builder::new()
             .name(format!("rxsteer-serve-{i}"))
             .spawn(move || {
                 let started = Started(Some(ready));
-                if let Err(e) = worker(listeners, cpu, io, conn, served, hook, started) {
+                let engine = Engine { io, busy_poll: bp };
+                if let Err(e) = worker(listeners, cpu, engine, conn, served, hook, started) {
                     eprintln!("rxsteer serve: worker {i} stopped: {e:#}");
                 }
             })?;
@@ -166,10 +171,17 @@ impl Started {
     }
 }
 
+/// Which engine a worker runs, and what it asks of it.
+#[derive(Clone, Copy)]
+struct Engine {
+    io: ServerIo,
+    busy_poll: Option<busy_poll::BusyPoll>,
+}
+
 fn worker(
     listeners: Vec<(Proto, TcpListener)>,
     cpu: Option<u32>,
-    io: ServerIo,
+    engine: Engine,
     conn: Arc<ConnConfig>,
     served: Arc<Served>,
     hook: Option<fn()>,
@@ -189,8 +201,9 @@ fn worker(
         started.say(&set_up);
         return Ok(());
     }
-    match io {
-        ServerIo::Epoll => epoll::worker(listeners, conn, served, |r| started.say(r)),
-        ServerIo::Uring => uring::worker(listeners, conn, served, |r| started.say(r)),
+    let bp = engine.busy_poll;
+    match engine.io {
+        ServerIo::Epoll => epoll::worker(listeners, conn, served, bp, |r| started.say(r)),
+        ServerIo::Uring => uring::worker(listeners, conn, served, bp, |r| started.say(r)),
     }
 }

@@ -224,6 +224,9 @@ mod tests {
         fs::write(q.join("rx-0/rps_cpus"), "00000\n").unwrap();
         fs::write(q.join("rx-0/rps_flow_cnt"), "0\n").unwrap();
         fs::write(q.join("tx-0/xps_cpus"), "00000\n").unwrap();
+        let dev = root.join("sys/class/net/eth9");
+        fs::write(dev.join("napi_defer_hard_irqs"), "0\n").unwrap();
+        fs::write(dev.join("gro_flush_timeout"), "0\n").unwrap();
         for (name, _, _) in crate::sysctl::REFERENCE {
             let p = root.join(crate::sysctl::path(name).strip_prefix("/").unwrap());
             fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -367,6 +370,37 @@ mod tests {
         assert!(ours
             .iter()
             .all(|s| s.skipped.as_deref() == Some("not present on this kernel or device")));
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// busy-poll defers the device's interrupt; no other profile touches those two files, and
+    /// revert puts them back byte for byte.
+    #[test]
+    fn busy_poll_defers_the_interrupt_and_only_it_does() {
+        let (root, input) = fake_host("busy");
+        let before = snapshot_of(&root);
+        let dev = root.join("sys/class/net/eth9");
+        let deferral = |s: &&Setting| {
+            crate::profile::IRQ_DEFERRAL
+                .iter()
+                .any(|(f, _)| s.path == dev.join(f))
+        };
+        for m in Mode::profiles().filter(|m| *m != Mode::BusyPoll) {
+            assert_eq!(profile(m, &input).iter().filter(deferral).count(), 0, "{m}");
+        }
+        let state = root.join("state/tune.json");
+        apply(
+            &profile(Mode::BusyPoll, &input),
+            &state,
+            StateFile::new(1, "eth9", "busy-poll", None),
+            false,
+        )
+        .unwrap();
+        let read = |f: &str| fs::read_to_string(dev.join(f)).unwrap();
+        assert_eq!(read("napi_defer_hard_irqs"), "2");
+        assert_eq!(read("gro_flush_timeout"), "200000");
+        revert(&state).unwrap();
+        assert_eq!(snapshot_of(&root), before);
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -5,6 +5,8 @@
 //!   `rps_sock_flow_entries`) and XPS on every TX queue where the mode turns them on, else
 //!   off (0, an empty mask); then the reference sysctls. `rps` is the reference tune.sh; cpumap
 //!   turns all three off.
+//! - Interrupt deferral where the mode busy-polls (`busy-poll`): the device's
+//!   `napi_defer_hard_irqs` and `gro_flush_timeout`; other modes leave them alone.
 //! - Threaded NAPI where the mode wants it (`napi-thread`): the interface's `threaded` on and
 //!   its NAPI kthreads on the chosen CPUs; other modes leave both alone.
 //! - A mode with no tuning (`none`) has nothing to apply: everything goes back to the snapshot
@@ -19,6 +21,13 @@ use crate::{
 
 /// A profile is named by the steering mode it sets up (`none`: nothing to set).
 use rxsteer_records::Mode;
+
+/// The device's interrupt deferral for busy polling: `napi_defer_hard_irqs` (empty polls
+/// before the interrupt is re-armed) and `gro_flush_timeout` (ns).
+pub const IRQ_DEFERRAL: [(&str, &str); 2] = [
+    ("napi_defer_hard_irqs", "2"),
+    ("gro_flush_timeout", "200000"),
+];
 
 /// One value a profile wants.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,6 +137,21 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
             value: format_cpu_list(&input.cpus),
             skipped: None,
         });
+    }
+    if tuning.irq_deferral {
+        // The kernel's advice for preferred busy polling (Documentation/networking/napi.rst):
+        // a few empty polls before the interrupt comes back, and a timer that reschedules
+        // NAPI meanwhile, so an application that keeps polling keeps the interrupt off.
+        for (f, value) in IRQ_DEFERRAL {
+            let abs = PathBuf::from(format!("/sys/class/net/{}/{f}", input.iface));
+            out.push(Setting {
+                name: format!("{} {f}", input.iface),
+                path: under(&input.root, &abs),
+                knob: Knob::File,
+                value: value.to_string(),
+                skipped: None,
+            });
+        }
     }
     let rfs = if tuning.rfs { RFS_FLOW_ENTRIES } else { 0 };
     let sysctls = std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))

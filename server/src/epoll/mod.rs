@@ -2,23 +2,38 @@
 use anyhow::{Context, Result};
 use std::{net::TcpListener, sync::Arc};
 
-use crate::{admit, config::ConnConfig, framing::with_framing, Proto, Served};
+use crate::{
+    admit,
+    busy_poll::{self, BusyPoll},
+    config::ConnConfig,
+    framing::with_framing,
+    Proto, Served,
+};
 
 mod conn;
 
 /// One worker's engine: a tokio current-thread runtime, one accept task per listener, one
-/// task per connection. `started` hears whether the runtime came up.
+/// task per connection. `started` hears whether the runtime came up (with busy polling, if
+/// asked).
 pub fn worker(
     listeners: Vec<(Proto, TcpListener)>,
     conn: Arc<ConnConfig>,
     served: Arc<Served>,
+    bp: Option<BusyPoll>,
     mut started: impl FnMut(&Result<()>),
 ) -> Result<()> {
+    let before = busy_poll::epoll_fds();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .context("starting a tokio runtime");
+        .context("starting a tokio runtime")
+        .and_then(|rt| {
+            if let Some(bp) = bp {
+                with_busy_poll(&before, bp)?;
+            }
+            Ok(rt)
+        });
     let rt = match rt {
         Ok(rt) => {
             started(&Ok(()));
@@ -40,6 +55,21 @@ pub fn worker(
         }
         std::future::pending::<Result<()>>().await
     })
+}
+
+/// Busy polling on the runtime's epoll instance, which tokio keeps to itself: the one that
+/// appeared among the process's descriptors while it was built (another worker's, built at
+/// the same moment, may be set twice: the same values).
+fn with_busy_poll(before: &[std::os::fd::RawFd], bp: BusyPoll) -> Result<()> {
+    let new: Vec<_> = busy_poll::epoll_fds()
+        .into_iter()
+        .filter(|fd| !before.contains(fd))
+        .collect();
+    if new.is_empty() {
+        anyhow::bail!("busy polling: no epoll instance appeared with the worker's runtime");
+    }
+    new.into_iter()
+        .try_for_each(|fd| busy_poll::on_epoll(fd, bp))
 }
 
 /// Accepts on one listener for ever: past the worker's limit a connection is closed at once

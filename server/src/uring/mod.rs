@@ -96,6 +96,7 @@ pub fn worker(
     listeners: Vec<(Proto, TcpListener)>,
     cfg: Arc<ConnConfig>,
     served: Arc<Served>,
+    bp: Option<crate::busy_poll::BusyPoll>,
     ready: impl FnOnce(&Result<()>),
 ) -> Result<()> {
     let built = IoUring::builder()
@@ -104,7 +105,12 @@ pub fn worker(
         .setup_cqsize(RING_ENTRIES * 8)
         .build(RING_ENTRIES)
         .context("io_uring is not available (kernel.io_uring_disabled, a seccomp filter, or a kernel before 6.1)")
-        .and_then(|ring| Ok((BufRing::register(&ring)?, ring)));
+        .and_then(|ring| {
+            if let Some(bp) = bp {
+                crate::busy_poll::on_uring(&ring, bp)?;
+            }
+            Ok((BufRing::register(&ring)?, ring))
+        });
     let (bufs, ring) = match built {
         Ok(b) => {
             ready(&Ok(()));

@@ -81,6 +81,17 @@ pub struct ServeArgs {
     /// (RLIMIT_NOFILE) less 64 for everything else, shared by the workers.
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
     pub max_connections: Option<usize>,
+    /// Busy-poll the receive queue for up to this many microseconds while a worker waits
+    /// (1-10000), preferred over interrupts: epoll through EPIOCSPARAMS, io_uring through its
+    /// NAPI registration (Linux 6.9; refused in one line before). Pair it with the device's
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (`--steer busy-poll` sets them).
+    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub busy_poll: Option<u32>,
+    /// Packets one busy poll may take (1-64: above NAPI's weight the kernel wants
+    /// CAP_NET_ADMIN).
+    #[arg(long, default_value_t = rxsteer_server::busy_poll::DEFAULT_BUDGET,
+          value_parser = clap::value_parser!(u16).range(1..=64), requires = "busy_poll")]
+    pub busy_poll_budget: u16,
     /// Print the served, refused and failed-accept counts every this often (e.g. 1s).
     #[arg(long, value_parser = parse_timeout)]
     pub stats: Option<Duration>,
@@ -123,6 +134,12 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .unwrap_or_else(|| args.cpus.as_ref().map_or(online.len(), |c| c.0.len()));
     cfg.cpus = args.cpus.clone().map(|c| c.0);
     cfg.io = args.io;
+    cfg.busy_poll = args
+        .busy_poll
+        .map(|usecs| rxsteer_server::busy_poll::BusyPoll {
+            usecs,
+            budget: args.busy_poll_budget,
+        });
     cfg.conn.max_frame = args.max_frame;
     cfg.conn.http.max_body = args.max_body;
     cfg.conn.idle = args.idle_timeout;
@@ -142,7 +159,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         })
         .collect();
     eprintln!(
-        "rxsteer serve: {}, {} worker thread(s) on {}, at most {} connections each{}",
+        "rxsteer serve: {}, {} worker thread(s) on {}, at most {} connections each{}{}",
         on.join(", "),
         cfg.threads,
         cfg.io,
@@ -150,6 +167,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         cfg.cpus.as_ref().map_or(String::new(), |c| format!(
             " pinned to CPUs {}",
             rxsteer_tune::cpus::format_cpu_list(c)
+        )),
+        cfg.busy_poll.map_or(String::new(), |b| format!(
+            "; busy polling, preferred over interrupts: {} us, budget {}",
+            b.usecs, b.budget
         ))
     );
     let mut next_stats = args.stats.map(|d| std::time::Instant::now() + d);

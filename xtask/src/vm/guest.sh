@@ -131,7 +131,9 @@ values() {
     /sys/class/net/$SRV/queues/tx-*/xps_cpus /proc/sys/net/core/rps_sock_flow_entries; do
     [ -r "$f" ] && echo "$f=$(cat "$f" 2>/dev/null)"
   done
-  [ -r /sys/class/net/$SRV/threaded ] && echo "threaded=$(cat /sys/class/net/$SRV/threaded)"
+  for f in threaded napi_defer_hard_irqs gro_flush_timeout; do
+    [ -r /sys/class/net/$SRV/$f ] && echo "$f=$(cat /sys/class/net/$SRV/$f)"
+  done
   # NAPI kthreads pinned anywhere but where a new kthread starts (kthreadd's CPUs): one a
   # session left pinned. The kernel may keep an unpinned one after threaded goes off (6.1).
   fresh=$(grep Cpus_allowed_list /proc/2/status | cut -f2)
@@ -152,6 +154,22 @@ rxsteer restore >>/tmp/tune.out 2>&1
 say data tune-restore-rc $?
 say data tune-restored "$(values | oneline)"
 say data tune-out "$(oneline </tmp/tune.out)"
+
+# Busy polling as the server takes it (`serve --busy-poll`): refused in one line before
+# Linux 6.9, serving with it from there.
+rxsteer serve --http 10.199.0.1:8081 --zap 10.199.0.1:9654 --threads 1 --busy-poll 50 >/tmp/busy.log 2>&1 &
+busy=$!
+sleep 1
+if kill -0 $busy 2>/dev/null; then
+  ip netns exec client rxload "http://10.199.0.1:8081/health" -c 2 -t 1 -n 50 --warmup 0s >/dev/null 2>&1
+  say data busy-poll-load $?
+  kill $busy; wait $busy 2>/dev/null
+  say data busy-poll-started 1
+else
+  wait $busy; say data busy-poll-rc $?
+  say data busy-poll-started 0
+fi
+say data busy-poll-out "$(oneline </tmp/busy.log)"
 
 # The main job on the real NIC, as a user runs it (`cargo xtask run --iface` runs this): every
 # arm, both protocols, one short repetition, the load from the namespace across the wire. Its

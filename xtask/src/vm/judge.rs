@@ -147,6 +147,7 @@ pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize, suites: &[String]) -> Ve
     out.push(interrupt(e, target_cpu));
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
+    out.push(busy_poll(e));
     out.extend(main_job(e, nic));
     out
 }
@@ -323,15 +324,45 @@ fn tuning(e: &Evidence) -> Vec<Check> {
     ]
 }
 
+/// The guest's kernel release, from the boot line (`kernel=6.1.0-50-amd64`).
+fn release(e: &Evidence) -> &str {
+    e.boot
+        .as_deref()
+        .and_then(|b| b.split_whitespace().find_map(|w| w.strip_prefix("kernel=")))
+        .unwrap_or("?")
+}
+
+/// `serve --busy-poll`: serving with it from Linux 6.9, refused in one line naming 6.9 before.
+fn busy_poll(e: &Evidence) -> Check {
+    let mut v = release(e)
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let kernel = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    let (started, out) = (e.d("busy-poll-started"), e.d("busy-poll-out"));
+    let ok = if kernel >= (6, 9) {
+        started == "1" && e.d("busy-poll-load") == "0" && out.contains("busy polling, preferred")
+    } else {
+        started == "0"
+            && out.contains("Linux 6.9 or later")
+            && !out.trim_end_matches('|').contains('|')
+    };
+    check(
+        "busy polling: on from 6.9, refused in one line before",
+        ok,
+        format!(
+            "kernel {}.{}: started {started}, load rc {}; {out}",
+            kernel.0,
+            kernel.1,
+            e.d("busy-poll-load")
+        ),
+    )
+}
+
 /// The main job on the real NIC (`rxsteer compare --iface`, the loader across the wire): it
 /// ends with rc 0, its report names the guest's kernel, the NIC's driver and the XDP mode
 /// cpumap ran in, and it leaves no XDP program and every queue value as it found them.
 fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
-    let release = e
-        .boot
-        .as_deref()
-        .and_then(|b| b.split_whitespace().find_map(|w| w.strip_prefix("kernel=")))
-        .unwrap_or("?");
+    let release = release(e);
     let (machine, iface, xdp) = (
         e.d("report-machine"),
         e.d("report-iface"),
@@ -396,12 +427,14 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 22, "{names:?}");
+        assert_eq!(names.len(), 23, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
                 // That console predates the kernel's statistics in top's lines.
                 "BPF run-time statistics (top)" => Verdict::Fail,
+                // And busy polling.
+                "busy polling: on from 6.9, refused in one line before" => Verdict::Fail,
                 _ => Verdict::Pass,
             };
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);

@@ -377,7 +377,15 @@ mod tests {
         let no_bpf = no_bpf.as_str();
         assert_eq!(
             keys(&parse(&[])),
-            ["none", "rps", "rfs", "napi-thread", "cpumap", no_bpf]
+            [
+                "none",
+                "rps",
+                "rfs",
+                "napi-thread",
+                "busy-poll",
+                "cpumap",
+                no_bpf
+            ]
         );
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--steer", "cpumap"])),
@@ -392,13 +400,14 @@ mod tests {
                 "rps",
                 "rfs",
                 "napi-thread",
+                "busy-poll",
                 "cpumap-drv",
                 "cpumap-skb",
                 no_bpf
             ]
         );
-        assert_eq!(both.arms()[5].xdp, XdpModeChoice::Skb);
-        assert!(!both.arms()[3].runs_xdp() && both.arms()[4].runs_xdp());
+        assert_eq!(both.arms()[6].xdp, XdpModeChoice::Skb);
+        assert!(!both.arms()[4].runs_xdp() && both.arms()[5].runs_xdp());
         // With the XDP observer they are arms of each XDP mode again, as in older runs.
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--observer", "xdp"])),
@@ -407,11 +416,13 @@ mod tests {
                 "rps-drv",
                 "rfs-drv",
                 "napi-thread-drv",
+                "busy-poll-drv",
                 "cpumap-drv",
                 "none-skb",
                 "rps-skb",
                 "rfs-skb",
                 "napi-thread-skb",
+                "busy-poll-skb",
                 "cpumap-skb",
                 no_bpf
             ]

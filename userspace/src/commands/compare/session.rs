@@ -16,7 +16,7 @@ use super::{
 };
 use crate::child;
 use rxsteer_records::SampleLine;
-use rxsteer_records::{CpuFlags, Proto, ServerIo};
+use rxsteer_records::{CpuFlags, Proto, ServerHelp, ServerIo};
 use rxsteer_tune::cpus::format_cpu_list;
 
 /// `rxsteer attach`'s flags for `arm` during `proto`'s load: the arm's mode, observer and
@@ -105,11 +105,17 @@ impl ModeSession {
             let addr = format!("{p}={}:{}", site.bind_ip, p.spec().port);
             ["--listen".to_string(), addr]
         });
+        // What the arm asks of the server itself (busy polling).
+        let help = match mode.steering().server {
+            ServerHelp::Nothing => vec![],
+            ServerHelp::BusyPoll { usecs } => vec!["--busy-poll".to_string(), usecs.to_string()],
+        };
         let serve = crate::netns::command_at(site.ns(), &me)
             .arg("serve")
             .args(listen)
             .args(["--cpus", &format_cpu_list(&site.server_cpus)])
             .args(["--io", server_io.as_str()])
+            .args(help)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
