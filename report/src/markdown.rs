@@ -549,7 +549,16 @@ fn observer_section(
                 w.xdp.as_deref().unwrap_or("no XDP program")
             )
         });
-        writeln!(o, "- {}: {how}{seen}.", label(a))?;
+        // Busy polling runs the driver's poll in the server's own thread, outside softirq
+        // and the receive kthreads: that receive work is in the server's time.
+        let polled = match a.mode.steering().server {
+            rxsteer_records::ServerHelp::BusyPoll { usecs } => format!(
+                "; the server busy-polled ({usecs} us per wait), so the receive work it polled \
+                 is counted in the server's time, not as NET_RX or a receive kthread"
+            ),
+            rxsteer_records::ServerHelp::Nothing => String::new(),
+        };
+        writeln!(o, "- {}: {how}{seen}{polled}.", label(a))?;
     }
     // Runs before levels watched everything, and say nothing here.
     if let Some(level) = run.observe {

@@ -871,3 +871,30 @@ fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
     common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
     assert!(no_state_file());
 }
+
+#[test]
+#[ignore = "needs root: tunes a veth in the root namespace"]
+fn busy_poll_defers_the_interrupt_and_puts_both_values_back() {
+    let veth = RootVeth::create('b');
+    let dev = &veth.0;
+    let files: Vec<String> = rxsteer_tune::profile::IRQ_DEFERRAL
+        .iter()
+        .map(|(f, _)| format!("/sys/class/net/{dev}/{f}"))
+        .collect();
+    let read_all = || -> Vec<Vec<u8>> { files.iter().map(|p| std::fs::read(p).unwrap()).collect() };
+    let before = read_all();
+    let said = common::succeed(Command::new(RXSTEER).args([
+        "tune",
+        "apply",
+        "--iface",
+        dev,
+        "--profile",
+        "busy-poll",
+    ]));
+    for (path, (_, want)) in files.iter().zip(rxsteer_tune::profile::IRQ_DEFERRAL) {
+        assert_eq!(read_trimmed(path), want, "{path}: {}", said.stdout);
+    }
+    common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
+    assert_eq!(read_all(), before, "both values back, byte for byte");
+    assert!(no_state_file());
+}
