@@ -278,6 +278,12 @@ impl Mode {
         self.steering().xdp_program.is_some()
     }
 
+    /// Whether the receive work the mode moves runs in one thread however many CPUs there
+    /// are (threaded NAPI: one kthread per queue), rather than spread over CPUs.
+    pub fn receive_in_one_thread(self) -> bool {
+        self.steering().tuning.is_some_and(|t| t.napi_thread)
+    }
+
     /// The untuned baseline: the host as it was found, what every arm's ratio is taken
     /// against. One name for it, so no reader has to know that `None` means that.
     pub const fn baseline() -> Mode {

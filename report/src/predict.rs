@@ -69,6 +69,9 @@ pub enum Limit {
     RxCore,
     /// Every CPU busy: server, steered receive work (and the loader, when local).
     AllCpus,
+    /// The one kthread the receive work moved to (threaded NAPI: one per queue), which
+    /// more CPUs do not spread.
+    ReceiveThread,
 }
 
 impl Limit {
@@ -76,6 +79,16 @@ impl Limit {
         match self {
             Limit::RxCore => "the RX core",
             Limit::AllCpus => "all CPUs",
+            Limit::ReceiveThread => "the NAPI kthread's CPU",
+        }
+    }
+
+    /// The curve table's word for it.
+    fn short(self) -> &'static str {
+        match self {
+            Limit::RxCore => "RX",
+            Limit::AllCpus => "all",
+            Limit::ReceiveThread => "kthread",
         }
     }
 }
@@ -149,11 +162,21 @@ pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
 pub fn predict(c: &Costs, cpus: u32, loader: LoaderPlace) -> (f64, Limit) {
     let rx_bound = 1e6 / c.rx.max(1e-9);
     let all_bound = cpus as f64 * 1e6 / c.total(loader).max(1e-9);
-    if rx_bound <= all_bound {
-        (rx_bound, Limit::RxCore)
+    // Threaded NAPI moves the queue's receive work into one kthread: the work it moved sits
+    // on one CPU however many there are.
+    let thread_bound = if c.arm.mode.receive_in_one_thread() && c.steered > 0.0 {
+        1e6 / c.steered
     } else {
-        (all_bound, Limit::AllCpus)
-    }
+        f64::INFINITY
+    };
+    [
+        (rx_bound, Limit::RxCore),
+        (thread_bound, Limit::ReceiveThread),
+        (all_bound, Limit::AllCpus),
+    ]
+    .into_iter()
+    .min_by(|a, b| a.0.total_cmp(&b.0))
+    .expect("three bounds")
 }
 
 /// One figure of a check: predicted against measured.
@@ -386,8 +409,7 @@ fn curve_section(fit: &[Costs], ask: &Ask) -> String {
     for n in points {
         table = table.column(n.to_string(), move |c: &&Costs| {
             let (r, l) = predict(c, n, ask.loader);
-            let limit = if l == Limit::RxCore { "RX" } else { "all" };
-            format!("{:.1}k ({limit})", r / 1000.0)
+            format!("{:.1}k ({})", r / 1000.0, l.short())
         });
     }
     format!(
@@ -620,6 +642,20 @@ mod tests {
         assert!((cpumap.rx - 12.5).abs() < 1e-9);
         assert!((cpumap.steered - 30.0).abs() < 1e-9);
         assert_eq!(cpumap.per_cpu.len(), 2);
+    }
+
+    /// Threaded NAPI's receive work stays on its one kthread: it bounds the arm however many
+    /// CPUs there are, where RPS's spread work would not.
+    #[test]
+    fn a_napi_thread_is_bounded_by_its_one_kthread() {
+        let mut c = costs(&doc(), 0).unwrap()[1].clone();
+        c.arm = "napi-thread".parse().unwrap();
+        // 30 us of receive work per request moved off the RX core: 33.3k at most.
+        let (r, l) = predict(&c, 20, LoaderPlace::Remote);
+        assert_eq!(l, Limit::ReceiveThread);
+        assert!((r - 1e6 / 30.0).abs() < 1e-6, "{r}");
+        c.arm = "rps".parse().unwrap();
+        assert_ne!(predict(&c, 20, LoaderPlace::Remote).1, Limit::ReceiveThread);
     }
 
     #[test]
