@@ -85,6 +85,18 @@ pub enum KthreadKind {
     Napi,
     /// `napi/<other dev>-<id>`: another interface's (in the lab, the loader veth's).
     OtherNapi,
+    /// `backlog_napi/<cpu>`: the backlog (RPS's steered packets among them) in a thread, on a
+    /// kernel booted with `thread_backlog_napi`.
+    Backlog,
+}
+
+/// The comm prefix of the backlog NAPI kthreads.
+pub const BACKLOG_THREADS: &str = "backlog_napi/";
+
+/// Whether this kernel runs the backlog in threads (booted with `thread_backlog_napi`, or
+/// PREEMPT_RT): its `backlog_napi/N` kthreads exist.
+pub fn backlog_threads() -> bool {
+    pids_with_comm_prefix(&[BACKLOG_THREADS]).is_ok_and(|t| !t.is_empty())
 }
 
 /// A receive kthread's total on-CPU time and the CPU it last ran on.
@@ -102,15 +114,17 @@ pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
     rxsteer_tune::pin::tasks_with_comm_prefix(prefixes).context("listing /proc")
 }
 
-/// Every cpumap and threaded-NAPI kernel thread on the machine, with its run time from
+/// Every cpumap, threaded-NAPI and backlog-NAPI kernel thread on the machine, with its run time from
 /// /proc/PID/schedstat (nanoseconds, not tick-sampled). NAPI threads of `iface` are told
 /// apart from other interfaces' (comm `napi/<dev>-<id>`, cut to 15 bytes by the kernel).
 pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
     let own = rxsteer_tune::pin::napi_comm_prefix(iface);
     let mut out = Vec::new();
-    for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/"])? {
+    for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/", BACKLOG_THREADS])? {
         let kind = if comm.starts_with("cpumap/") {
             KthreadKind::Cpumap
+        } else if comm.starts_with(BACKLOG_THREADS) {
+            KthreadKind::Backlog
         } else if comm.starts_with(&own) {
             KthreadKind::Napi
         } else {

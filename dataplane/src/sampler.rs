@@ -337,6 +337,7 @@ fn cpu_delta(prev: &Snapshot, now: &Snapshot, cpu: u32, k: KthreadNs) -> CpuSamp
         cpumap_kthread_ns: k.cpumap,
         napi_kthread_ns: k.napi,
         other_napi_kthread_ns: k.other_napi,
+        backlog_kthread_ns: k.backlog,
         cpumap_processed: x1.kthread_processed.saturating_sub(x0.kthread_processed),
         cpumap_drops: x1.kthread_drops.saturating_sub(x0.kthread_drops),
         enqueue_frames: x1.enqueue_frames.saturating_sub(x0.enqueue_frames),
@@ -368,6 +369,7 @@ struct KthreadNs {
     cpumap: u64,
     napi: u64,
     other_napi: u64,
+    backlog: u64,
 }
 
 /// Per CPU: kthread ns run in the interval. A thread that appeared mid-interval counts from
@@ -382,6 +384,7 @@ fn kthread_deltas(prev: &[KthreadTime], now: &[KthreadTime]) -> BTreeMap<u32, Kt
             KthreadKind::Cpumap => slot.cpumap += d,
             KthreadKind::Napi => slot.napi += d,
             KthreadKind::OtherNapi => slot.other_napi += d,
+            KthreadKind::Backlog => slot.backlog += d,
         }
     }
     out
@@ -430,15 +433,17 @@ mod tests {
             kt(11, KthreadKind::Napi, 0, 60),
             kt(12, KthreadKind::Cpumap, 0, 5),
             kt(13, KthreadKind::OtherNapi, 0, 7),
+            kt(14, KthreadKind::Backlog, 1, 9),
         ];
         let d = kthread_deltas(&prev, &now);
-        let ns = |cpumap, napi, other_napi| KthreadNs {
+        let ns = |cpumap, napi, other_napi, backlog| KthreadNs {
             cpumap,
             napi,
             other_napi,
+            backlog,
         };
-        assert_eq!(d[&1], ns(300, 0, 0));
-        assert_eq!(d[&0], ns(5, 10, 7));
+        assert_eq!(d[&1], ns(300, 0, 0, 9));
+        assert_eq!(d[&0], ns(5, 10, 7, 0));
     }
 
     #[test]

@@ -86,6 +86,12 @@ pub struct Setup {
     pub qsize: u32,
     #[serde(default)]
     pub nic: Nic,
+    /// The kernel ran every CPU's backlog in `backlog_napi/N` kthreads (booted with
+    /// `thread_backlog_napi`, or PREEMPT_RT), so RPS's steered packets were processed there
+    /// rather than in NET_RX softirq. A property of the boot, not of an arm: every arm of the
+    /// run had it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backlog_threads: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -124,6 +124,12 @@ pub struct CpuSample {
     /// work of the observed interface.
     #[serde(default)]
     pub other_napi_kthread_ns: u64,
+    /// Run time of the backlog NAPI kthreads (`backlog_napi/N`) on this CPU: where a kernel
+    /// booted with `thread_backlog_napi` (6.10+, always on PREEMPT_RT) runs every CPU's
+    /// backlog, RPS's steered packets included, instead of in NET_RX softirq. Shared by every
+    /// device whose packets reach a backlog. Absent from runs before it was read.
+    #[serde(default)]
+    pub backlog_kthread_ns: u64,
     pub cpumap_processed: u64,
     pub cpumap_drops: u64,
     /// Frames this CPU enqueued into cpumap rings, and those dropped on a full ring.
@@ -154,15 +160,16 @@ pub struct CpuSample {
 }
 
 impl CpuSample {
-    /// Receive work in nanoseconds: NET_RX softirq plus the receive kthreads (cpumap and the
-    /// observed interface's threaded NAPI). The one definition every view and figure uses.
+    /// Receive work in nanoseconds: NET_RX softirq plus the receive kthreads (cpumap, the
+    /// observed interface's threaded NAPI and the backlog threads). The one definition every
+    /// view and figure uses.
     pub fn receive_ns(&self) -> u64 {
         self.net_rx_ns + self.kthread_ns()
     }
 
     /// The receive kthreads' part of [`receive_ns`](Self::receive_ns).
     pub fn kthread_ns(&self) -> u64 {
-        self.cpumap_kthread_ns + self.napi_kthread_ns
+        self.cpumap_kthread_ns + self.napi_kthread_ns + self.backlog_kthread_ns
     }
 }
 

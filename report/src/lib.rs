@@ -288,6 +288,20 @@ mod tests {
             .contains("loaded machine"));
     }
 
+    /// A kernel that runs the backlog in threads is said once, for every arm; a run without
+    /// the fact (every run before it was read) says nothing.
+    #[test]
+    fn a_kernel_with_backlog_threads_is_said() {
+        let mut r = run();
+        r["setup"]["backlog_threads"] = true.into();
+        let md = render(&doc(r)).unwrap();
+        assert!(
+            md.contains("> **This kernel runs the backlog in threads**"),
+            "{md}"
+        );
+        assert!(!render(&doc(run())).unwrap().contains("backlog in threads"));
+    }
+
     #[test]
     fn summary_gives_each_ratio_once() {
         let s = summary(&doc(run().clone())).unwrap();

@@ -368,6 +368,12 @@ fn notes_section(o: &mut String, run: &RunDoc) -> Result<()> {
             env.before.rxsteer.git
         )?;
     }
+    if run.setup.as_ref().is_some_and(|s| s.backlog_threads) {
+        writeln!(
+            o,
+            "> **This kernel runs the backlog in threads** (booted with `thread_backlog_napi`, or PREEMPT_RT), in every arm: the packets RPS steered were processed in `backlog_napi/N` kthreads, counted here as receive kthread time rather than NET_RX softirq. Compare with a run of the same box booted without it to see what the threads change.\n"
+        )?;
+    }
     Ok(())
 }
 

@@ -197,6 +197,10 @@ compare_on compare
 # (the last column of the table of where the receive work went).
 say data report-machine "$(grep -m1 '^Machine:' /tmp/compare/report.md)"
 say data report-iface "$(grep -m1 '^Interface driver' /tmp/compare/report.md)"
+# The backlog in threads (a kernel booted with thread_backlog_napi): its kthreads, and whether
+# the report says every arm ran with them.
+say data backlog-threads "$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^backlog_napi/')"
+say data report-backlog "$(grep -c 'runs the backlog in threads' /tmp/compare/report.md)"
 say data report-xdp "$(awk -F'|' '/XDP mode \|$/ {t=1} /^$/ {t=0} t && /^\| XDP cpumap \|/ {print $(NF-1)}' \
   /tmp/compare/report.md | tr -d ' ' | sort -u | oneline)"
 # The 64 KiB upload over HTTP: frames and skbs per request on a real driver, for the lab's

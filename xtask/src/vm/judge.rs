@@ -118,7 +118,13 @@ impl Evidence {
 
 /// Every check of a row, from its evidence. `target_cpu` is where cpumap was told to steer;
 /// `suites` are the test suites the guest was given, each of which must have reported.
-pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize, suites: &[String]) -> Vec<Check> {
+pub fn judge(
+    e: &Evidence,
+    nic: Nic,
+    boot_options: &[String],
+    target_cpu: usize,
+    suites: &[String],
+) -> Vec<Check> {
     let mut out = e.checks.clone();
     if e.boot.is_some() {
         for s in suites {
@@ -149,6 +155,7 @@ pub fn judge(e: &Evidence, nic: Nic, target_cpu: usize, suites: &[String]) -> Ve
     out.extend(tuning(e));
     out.push(busy_poll(e));
     out.extend(main_job(e, nic));
+    out.push(backlog_threads(e, boot_options));
     out
 }
 
@@ -332,12 +339,40 @@ fn release(e: &Evidence) -> &str {
         .unwrap_or("?")
 }
 
-/// `serve --busy-poll`: serving with it from Linux 6.9, refused in one line naming 6.9 before.
-fn busy_poll(e: &Evidence) -> Check {
+/// The guest kernel's (major, minor).
+fn kernel_of(e: &Evidence) -> (u32, u32) {
     let mut v = release(e)
         .split(|c: char| !c.is_ascii_digit())
         .map(|n| n.parse::<u32>().unwrap_or(0));
-    let kernel = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    (v.next().unwrap_or(0), v.next().unwrap_or(0))
+}
+
+/// Backlog threads as booted: with `thread_backlog_napi` on a 6.10+ kernel the guest runs
+/// `backlog_napi/N` kthreads and the comparison's report says every arm ran with them;
+/// otherwise neither.
+fn backlog_threads(e: &Evidence, boot_options: &[String]) -> Check {
+    let asked = boot_options.iter().any(|o| o == "thread_backlog_napi");
+    let want = asked && kernel_of(e) >= (6, 10);
+    let threads: u32 = e.d("backlog-threads").parse().unwrap_or(0);
+    let said = e.d("report-backlog") != "0" && !e.d("report-backlog").is_empty();
+    check(
+        "backlog threads as booted",
+        (threads > 0) == want && said == want,
+        format!(
+            "thread_backlog_napi {}; {threads} backlog_napi kthreads; the report {} it",
+            if asked {
+                "on the command line"
+            } else {
+                "not asked"
+            },
+            if said { "says" } else { "does not say" }
+        ),
+    )
+}
+
+/// `serve --busy-poll`: serving with it from Linux 6.9, refused in one line naming 6.9 before.
+fn busy_poll(e: &Evidence) -> Check {
+    let kernel = kernel_of(e);
     let (started, out) = (e.d("busy-poll-started"), e.d("busy-poll-out"));
     let ok = if kernel >= (6, 9) {
         started == "1" && e.d("busy-poll-load") == "0" && out.contains("busy polling, preferred")
@@ -425,9 +460,9 @@ mod tests {
             .lines()
             .map(String::from)
             .collect();
-        let checks = judge(&evidence(&console), Nic::E1000, 1, &[]);
+        let checks = judge(&evidence(&console), Nic::E1000, &[], 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 23, "{names:?}");
+        assert_eq!(names.len(), 24, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
@@ -446,7 +481,7 @@ mod tests {
             "RXVM data upload-failed - RPS/RFS/XPS over HTTP/1.1, repetition 1: no request succeeded|"
                 .into(),
         );
-        let upload = judge(&evidence(&failed), Nic::E1000, 1, &[])
+        let upload = judge(&evidence(&failed), Nic::E1000, &[], 1, &[])
             .into_iter()
             .find(|c| c.name == "frames and skbs per request (upload)")
             .unwrap();
@@ -459,7 +494,7 @@ mod tests {
             upload.detail
         );
         // A guest that never spoke fails, naming why.
-        let none = judge(&Evidence::default(), Nic::E1000, 1, &["x".into()]);
+        let none = judge(&Evidence::default(), Nic::E1000, &[], 1, &["x".into()]);
         assert_eq!(
             (none[0].name.as_str(), none[0].verdict),
             ("boot", Verdict::Fail)

@@ -116,6 +116,26 @@ pub struct VmArgs {
     /// run; 7 or more give every figure a range (stored with --store).
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=15))]
     pub compare_reps: u32,
+    /// A word added to the guest kernel's command line, repeatable (e.g. thread_backlog_napi:
+    /// the backlog, RPS's steered packets among it, in kthreads; Linux 6.10+). The row's name
+    /// carries it, and the guest checks the kernel took it.
+    #[arg(long = "boot-option", value_name = "WORD", value_parser = boot_word)]
+    pub boot_options: Vec<String>,
+}
+
+/// A kernel command-line word: letters, digits and `_-.=,` only (it goes into QEMU's -append
+/// and the row's folder name).
+fn boot_word(s: &str) -> Result<String, String> {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.=,".contains(c))
+    {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a kernel command-line word (letters, digits, _ - . = , only)"
+        ))
+    }
 }
 
 impl VmArgs {
@@ -131,6 +151,7 @@ impl VmArgs {
             timeout: Duration::ZERO,
             store: false,
             compare_reps: 1,
+            boot_options: Vec::new(),
         }
     }
 }
@@ -144,17 +165,24 @@ struct Row {
     cpus: u32,
     /// Repetitions of the guest's comparisons.
     compare_reps: u32,
+    /// Words added to the kernel's command line.
+    boot_options: Vec<String>,
 }
 
 impl Row {
     fn name(&self) -> String {
-        format!(
+        let mut name = format!(
             "{}-{}-{}-{}cpu",
             self.arch.rust(),
             self.kernel,
             self.nic.driver(),
             self.cpus
-        )
+        );
+        for o in &self.boot_options {
+            name.push('-');
+            name.push_str(o);
+        }
+        name
     }
 }
 
@@ -166,6 +194,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
             nic: args.nic,
             cpus: args.cpus,
             compare_reps: args.compare_reps,
+            boot_options: args.boot_options.clone(),
         }];
     }
     let mut rows = Vec::new();
@@ -181,6 +210,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
                     nic,
                     cpus: 2,
                     compare_reps: args.compare_reps,
+                    boot_options: args.boot_options.clone(),
                 });
             }
         }
@@ -191,6 +221,7 @@ fn matrix(args: &VmArgs) -> Vec<Row> {
         nic: Nic::Virtio,
         cpus: 20,
         compare_reps: args.compare_reps,
+        boot_options: args.boot_options.clone(),
     });
     rows
 }
@@ -531,13 +562,20 @@ fn one_row(
         vmlinuz: &unpacked.vmlinuz,
         initramfs: &initrd,
         accel,
+        boot_options: &row.boot_options,
     }
     .run(bound, &log)?;
     let evidence = judge::evidence(&console);
     let notes = kernel_notes(&unpacked.config);
     let suites: Vec<String> = bins.suites.iter().map(|(n, _)| n.clone()).collect();
     Ok(Judged {
-        checks: judge::judge(&evidence, row.nic, target_cpu(row), &suites),
+        checks: judge::judge(
+            &evidence,
+            row.nic,
+            &row.boot_options,
+            target_cpu(row),
+            &suites,
+        ),
         config_notes: notes,
         files: evidence.files,
     })

@@ -64,6 +64,8 @@ pub struct Guest<'a> {
     pub vmlinuz: &'a Path,
     pub initramfs: &'a Path,
     pub accel: &'a Accel,
+    /// Words added to the kernel's command line.
+    pub boot_options: &'a [String],
 }
 
 impl Guest<'_> {
@@ -118,7 +120,10 @@ impl Guest<'_> {
         };
         c.args([
             "-append",
-            &format!("console={console} rdinit=/init panic=-1 quiet loglevel=1 net.ifnames=0"),
+            &format!(
+                "console={console} rdinit=/init panic=-1 quiet loglevel=1 net.ifnames=0 {}",
+                self.boot_options.join(" ")
+            ),
         ]);
         // Two NICs on one QEMU hub: wired to each other and to nothing else.
         for i in 0..2 {

@@ -90,6 +90,7 @@ impl Lab {
             steer_targets: site.steer_targets.clone(),
             qsize: 2048,
             nic: figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev),
+            backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
         };
         Prepared {
             site,
@@ -180,6 +181,7 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         steer_targets: site.steer_targets.clone(),
         qsize: 2048,
         nic: figures::iface_facts(None, iface),
+        backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
     };
     Ok(Prepared {
         site,
