@@ -566,6 +566,14 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
     assert_eq!(lab.server.xdp_attached(dev).unwrap(), None);
 }
 
+/// The root namespace's tuning has one state file, and a live session owns it: the tests that
+/// tune there take turns.
+static ROOT_NS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn root_ns_turn() -> std::sync::MutexGuard<'static, ()> {
+    ROOT_NS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A veth pair in the root namespace (this kernel has no dummy device), deleted on drop: the
 /// only place global sysctls may be written.
 struct RootVeth(String);
@@ -594,6 +602,7 @@ fn read_trimmed(path: &str) -> String {
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
+    let _turn = root_ns_turn();
     let veth = RootVeth::create('g');
     let dev = veth.0.clone();
     let globals: Vec<String> = rxsteer_tune::sysctl::REFERENCE
@@ -644,6 +653,7 @@ fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn rfs_alone_sets_its_flow_tables_without_spreading_and_restores_them() {
+    let _turn = root_ns_turn();
     let veth = RootVeth::create('f');
     let dev = &veth.0;
     let q = |f: &str| format!("/sys/class/net/{dev}/queues/rx-0/{f}");
@@ -710,6 +720,8 @@ fn rfs_is_refused_in_a_namespace_where_its_table_cannot_be_set() {
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn state_files_of_namespaces_that_are_gone_are_removed_in_one_line_each() {
+    // `restore` reverts the root namespace's tuning: not while another test holds it.
+    let _turn = root_ns_turn();
     // A lab namespace deleted while its session was killed leaves a state file no namespace
     // can restore: `rxsteer restore` (and every start) removes it and says so.
     let dir = std::path::Path::new(rxsteer_tune::state::STATE_DIR);
@@ -748,6 +760,7 @@ fn napi_veth(tag: char) -> RootVeth {
 #[test]
 #[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
 fn napi_thread_pins_the_kthreads_and_puts_back_threaded_and_their_cpus() {
+    let _turn = root_ns_turn();
     let veth = napi_veth('n');
     let dev = &veth.0;
     let threaded = format!("/sys/class/net/{dev}/threaded");
@@ -788,6 +801,7 @@ fn napi_thread_pins_the_kthreads_and_puts_back_threaded_and_their_cpus() {
 #[test]
 #[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
 fn an_admins_napi_pin_comes_back_after_a_session_and_after_a_crash() {
+    let _turn = root_ns_turn();
     let veth = napi_veth('p');
     let dev = &veth.0;
     let threaded = format!("/sys/class/net/{dev}/threaded");
@@ -843,6 +857,7 @@ fn an_admins_napi_pin_comes_back_after_a_session_and_after_a_crash() {
 #[test]
 #[ignore = "needs root: creates a veth"]
 fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
+    let _turn = root_ns_turn();
     let veth = RootVeth::create('q');
     let dev = &veth.0;
     let threaded = format!("/sys/class/net/{dev}/threaded");
@@ -875,6 +890,7 @@ fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
 #[test]
 #[ignore = "needs root: tunes a veth in the root namespace"]
 fn busy_poll_defers_the_interrupt_and_puts_both_values_back() {
+    let _turn = root_ns_turn();
     let veth = RootVeth::create('b');
     let dev = &veth.0;
     let files: Vec<String> = rxsteer_tune::profile::IRQ_DEFERRAL

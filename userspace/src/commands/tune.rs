@@ -16,7 +16,7 @@ use rxsteer_tune::{apply, profile, revert, show, sysctl, StateFile};
 pub struct TuneTarget {
     #[arg(long)]
     pub iface: String,
-    /// rps, rfs, napi-thread or cpumap (none is `tune revert`).
+    /// A steering mode with a tuning: any but none (which is `tune revert`).
     #[arg(long, value_parser = steering_profile)]
     pub profile: Mode,
     /// rps: CPUs RPS and XPS may use (default: every online CPU).
