@@ -575,23 +575,27 @@ fn root_ns_turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A veth pair in the root namespace (this kernel has no dummy device), deleted on drop: the
-/// only place global sysctls may be written.
-struct RootVeth(String);
+/// only place global sysctls may be written. It holds the root namespace's turn while it lives.
+struct RootVeth {
+    dev: String,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
 
 impl RootVeth {
     fn create(tag: char) -> Self {
+        let turn = root_ns_turn();
         let n = std::process::id() % 10000;
         let (dev, peer) = (format!("rxs{tag}{n}a"), format!("rxs{tag}{n}b"));
         rxsteer::netns::ip(&["link", "add", &dev, "type", "veth", "peer", "name", &peer]).unwrap();
-        let v = RootVeth(dev);
-        rxsteer::netns::ip(&["link", "set", &v.0, "up"]).unwrap();
+        let v = RootVeth { dev, _turn: turn };
+        rxsteer::netns::ip(&["link", "set", &v.dev, "up"]).unwrap();
         v
     }
 }
 
 impl Drop for RootVeth {
     fn drop(&mut self) {
-        let _ = rxsteer::netns::ip(&["link", "del", &self.0]);
+        let _ = rxsteer::netns::ip(&["link", "del", &self.dev]);
     }
 }
 
@@ -602,9 +606,8 @@ fn read_trimmed(path: &str) -> String {
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
-    let _turn = root_ns_turn();
     let veth = RootVeth::create('g');
-    let dev = veth.0.clone();
+    let dev = veth.dev.clone();
     let globals: Vec<String> = rxsteer_tune::sysctl::REFERENCE
         .iter()
         .map(|(n, _, _)| rxsteer_tune::sysctl::path(n).display().to_string())
@@ -653,9 +656,8 @@ fn global_sysctls_are_set_and_restored_from_the_root_namespace() {
 #[test]
 #[ignore = "needs root: steers a veth lab and changes sysctls"]
 fn rfs_alone_sets_its_flow_tables_without_spreading_and_restores_them() {
-    let _turn = root_ns_turn();
     let veth = RootVeth::create('f');
-    let dev = &veth.0;
+    let dev = &veth.dev;
     let q = |f: &str| format!("/sys/class/net/{dev}/queues/rx-0/{f}");
     let paths = [
         q("rps_cpus"),
@@ -750,19 +752,18 @@ fn napi_kthread_cpus(dev: &str) -> Vec<(u32, Vec<u32>)> {
 fn napi_veth(tag: char) -> RootVeth {
     let veth = RootVeth::create(tag);
     let out = Command::new("ethtool")
-        .args(["-K", &veth.0, "gro", "on"])
+        .args(["-K", &veth.dev, "gro", "on"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "ethtool -K {} gro on", veth.0);
+    assert!(out.status.success(), "ethtool -K {} gro on", veth.dev);
     veth
 }
 
 #[test]
 #[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
 fn napi_thread_pins_the_kthreads_and_puts_back_threaded_and_their_cpus() {
-    let _turn = root_ns_turn();
     let veth = napi_veth('n');
-    let dev = &veth.0;
+    let dev = &veth.dev;
     let threaded = format!("/sys/class/net/{dev}/threaded");
     let target = *online_cpus().last().unwrap();
     let before = std::fs::read(&threaded).unwrap();
@@ -801,9 +802,8 @@ fn napi_thread_pins_the_kthreads_and_puts_back_threaded_and_their_cpus() {
 #[test]
 #[ignore = "needs root: threads a veth's NAPI and pins its kthread"]
 fn an_admins_napi_pin_comes_back_after_a_session_and_after_a_crash() {
-    let _turn = root_ns_turn();
     let veth = napi_veth('p');
-    let dev = &veth.0;
+    let dev = &veth.dev;
     let threaded = format!("/sys/class/net/{dev}/threaded");
     let cpus = online_cpus();
     let (theirs, ours) = (cpus[0], *cpus.last().unwrap());
@@ -857,9 +857,8 @@ fn an_admins_napi_pin_comes_back_after_a_session_and_after_a_crash() {
 #[test]
 #[ignore = "needs root: creates a veth"]
 fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
-    let _turn = root_ns_turn();
     let veth = RootVeth::create('q');
-    let dev = &veth.0;
+    let dev = &veth.dev;
     let threaded = format!("/sys/class/net/{dev}/threaded");
     let before = std::fs::read(&threaded).unwrap();
     let out = Command::new(RXSTEER)
@@ -890,9 +889,8 @@ fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
 #[test]
 #[ignore = "needs root: tunes a veth in the root namespace"]
 fn busy_poll_defers_the_interrupt_and_puts_both_values_back() {
-    let _turn = root_ns_turn();
     let veth = RootVeth::create('b');
-    let dev = &veth.0;
+    let dev = &veth.dev;
     let files: Vec<String> = rxsteer_tune::profile::IRQ_DEFERRAL
         .iter()
         .map(|(f, _)| format!("/sys/class/net/{dev}/{f}"))
