@@ -20,7 +20,7 @@ use crate::{
 };
 
 /// A profile is named by the steering mode it sets up (`none`: nothing to set).
-use rxsteer_records::Mode;
+use rxsteer_records::{Mode, Tuning};
 
 /// The device's interrupt deferral for busy polling: `napi_defer_hard_irqs` (empty polls
 /// before the interrupt is re-armed) and `gro_flush_timeout` (ns).
@@ -90,82 +90,9 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     let Some(tuning) = p.steering().tuning else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    let mask_if = |on: bool| cpumask(if on { &input.cpus } else { &[] }, input.nr_cpu_ids);
-    let rx = queues(input, "rx-");
-    // The kernel's advice: the global flow table divided among the RX queues.
-    let flow_cnt = if tuning.rfs {
-        (RFS_FLOW_ENTRIES / rx.len().max(1) as u32).min(65536)
-    } else {
-        0
-    };
-    let file = |q: &str, f: &str, value: String| {
-        let abs = PathBuf::from(format!("/sys/class/net/{}/queues/{q}/{f}", input.iface));
-        Setting {
-            name: format!("{} {q}/{f}", input.iface),
-            path: under(&input.root, &abs),
-            knob: Knob::File,
-            value,
-            skipped: None,
-        }
-    };
-    for q in &rx {
-        out.push(file(q, "rps_cpus", mask_if(tuning.rps)));
-        out.push(file(q, "rps_flow_cnt", flow_cnt.to_string()));
-    }
-    for q in queues(input, "tx-") {
-        out.push(file(&q, "xps_cpus", mask_if(tuning.xps)));
-    }
-    if tuning.napi_thread {
-        // `threaded` first: turning it on starts the kthreads the next setting pins (and on
-        // revert, turning it back off stops them before their CPUs would be restored).
-        let threaded = under(
-            &input.root,
-            Path::new(&format!("/sys/class/net/{}/threaded", input.iface)),
-        );
-        out.push(Setting {
-            name: format!("{} threaded", input.iface),
-            path: threaded.clone(),
-            knob: Knob::File,
-            value: "1".to_string(),
-            skipped: None,
-        });
-        out.push(Setting {
-            name: format!("{} NAPI kthreads' CPUs", input.iface),
-            path: threaded,
-            knob: Knob::NapiThreadCpus,
-            value: format_cpu_list(&input.cpus),
-            skipped: None,
-        });
-    }
-    if tuning.irq_deferral {
-        // The kernel's advice for preferred busy polling (Documentation/networking/napi.rst):
-        // a few empty polls before the interrupt comes back, and a timer that reschedules
-        // NAPI meanwhile, so an application that keeps polling keeps the interrupt off.
-        for (f, value) in IRQ_DEFERRAL {
-            let abs = PathBuf::from(format!("/sys/class/net/{}/{f}", input.iface));
-            out.push(Setting {
-                name: format!("{} {f}", input.iface),
-                path: under(&input.root, &abs),
-                knob: Knob::File,
-                value: value.to_string(),
-                skipped: None,
-            });
-        }
-    }
-    let rfs = if tuning.rfs { RFS_FLOW_ENTRIES } else { 0 };
-    let sysctls = std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))
-        .chain(REFERENCE.iter().map(|&(n, v, s)| (n, v.to_string(), s)));
-    for (name, value, scope) in sysctls {
-        out.push(Setting {
-            name: name.to_string(),
-            path: under(&input.root, &sysctl::path(name)),
-            knob: Knob::File,
-            value,
-            skipped: (scope == Scope::Global && !input.root_netns)
-                .then(|| "global sysctl: left alone inside a network namespace".to_string()),
-        });
-    }
+    let mut out = queue_settings(&tuning, input);
+    out.extend(napi_settings(&tuning, input));
+    out.extend(sysctl_settings(&tuning, input));
     for s in &mut out {
         if s.skipped.is_none() && !s.path.exists() {
             s.skipped = Some("not present on this kernel or device".to_string());
@@ -176,4 +103,84 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
         }
     }
     out
+}
+
+/// A value of the interface's own, at `rel` under `/sys/class/net/<iface>/`.
+fn device_setting(input: &ProfileInput, rel: &str, knob: Knob, value: String) -> Setting {
+    let abs = PathBuf::from(format!("/sys/class/net/{}/{rel}", input.iface));
+    Setting {
+        name: format!("{} {rel}", input.iface),
+        path: under(&input.root, &abs),
+        knob,
+        value,
+        skipped: None,
+    }
+}
+
+/// RPS, RFS's share and XPS on every queue: the mask of the chosen CPUs where the mode turns
+/// them on, else off.
+fn queue_settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
+    let mask_if = |on: bool| cpumask(if on { &input.cpus } else { &[] }, input.nr_cpu_ids);
+    let rx = queues(input, "rx-");
+    // The kernel's advice: the global flow table divided among the RX queues.
+    let flow_cnt = if tuning.rfs {
+        (RFS_FLOW_ENTRIES / rx.len().max(1) as u32).min(65536)
+    } else {
+        0
+    };
+    // Named without `queues/`, as users know them (`eth0 rx-0/rps_cpus`).
+    let file = |q: &str, f: &str, value| Setting {
+        name: format!("{} {q}/{f}", input.iface),
+        ..device_setting(input, &format!("queues/{q}/{f}"), Knob::File, value)
+    };
+    let mut out = Vec::new();
+    for q in &rx {
+        out.push(file(q, "rps_cpus", mask_if(tuning.rps)));
+        out.push(file(q, "rps_flow_cnt", flow_cnt.to_string()));
+    }
+    for q in queues(input, "tx-") {
+        out.push(file(&q, "xps_cpus", mask_if(tuning.xps)));
+    }
+    out
+}
+
+/// Threaded NAPI and interrupt deferral, where the mode wants them (else left alone).
+fn napi_settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
+    let mut out = Vec::new();
+    if tuning.napi_thread {
+        // `threaded` first: turning it on starts the kthreads the next setting pins (and on
+        // revert, turning it back off stops them before their CPUs would be restored).
+        out.push(device_setting(input, "threaded", Knob::File, "1".into()));
+        let cpus = format_cpu_list(&input.cpus);
+        out.push(Setting {
+            name: format!("{} NAPI kthreads' CPUs", input.iface),
+            ..device_setting(input, "threaded", Knob::NapiThreadCpus, cpus)
+        });
+    }
+    if tuning.irq_deferral {
+        // The kernel's advice for preferred busy polling (Documentation/networking/napi.rst):
+        // a few empty polls before the interrupt comes back, and a timer that reschedules
+        // NAPI meanwhile, so an application that keeps polling keeps the interrupt off.
+        for (f, value) in IRQ_DEFERRAL {
+            out.push(device_setting(input, f, Knob::File, value.to_string()));
+        }
+    }
+    out
+}
+
+/// RFS's global table and the reference sysctls; global ones are left alone inside a network
+/// namespace.
+fn sysctl_settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
+    let rfs = if tuning.rfs { RFS_FLOW_ENTRIES } else { 0 };
+    std::iter::once((RPS_SOCK_FLOW_ENTRIES, rfs.to_string(), Scope::Global))
+        .chain(REFERENCE.iter().map(|&(n, v, s)| (n, v.to_string(), s)))
+        .map(|(name, value, scope)| Setting {
+            name: name.to_string(),
+            path: under(&input.root, &sysctl::path(name)),
+            knob: Knob::File,
+            value,
+            skipped: (scope == Scope::Global && !input.root_netns)
+                .then(|| "global sysctl: left alone inside a network namespace".to_string()),
+        })
+        .collect()
 }
