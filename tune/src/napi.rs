@@ -67,6 +67,22 @@ fn threads(dev: &str) -> io::Result<Vec<u32>> {
         .collect())
 }
 
+/// The NAPI kthreads of `dev`, once `threaded` has started them: turning it on starts them,
+/// and the kernel may take a moment (up to a second here). None after that is an error.
+pub fn started_threads(dev: &str) -> io::Result<Vec<u32>> {
+    for _ in 0..50 {
+        let pids = threads(dev)?;
+        if !pids.is_empty() {
+            return Ok(pids);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(io::Error::other(format!(
+        "no NAPI kthread ({}*) runs for {dev}: is `threaded` on?",
+        napi_comm_prefix(dev)
+    )))
+}
+
 /// Each NAPI kthread of the device whose `threaded` file is given, with its CPUs.
 pub fn read(threaded: &Path) -> io::Result<String> {
     let dev = dev_of(threaded)?;
@@ -85,25 +101,9 @@ pub fn read(threaded: &Path) -> io::Result<String> {
 pub fn write(threaded: &Path, value: &str) -> io::Result<()> {
     let dev = dev_of(threaded)?;
     match parse(value)? {
-        Cpus::All(cpus) => {
-            // Turning `threaded` on (the setting before this one) starts the kthreads; give
-            // the kernel a moment.
-            let mut pids = threads(&dev)?;
-            for _ in 0..50 {
-                if !pids.is_empty() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-                pids = threads(&dev)?;
-            }
-            if pids.is_empty() {
-                return Err(io::Error::other(format!(
-                    "no NAPI kthread ({}*) runs for {dev}: is `threaded` on?",
-                    napi_comm_prefix(&dev)
-                )));
-            }
-            pids.iter().try_for_each(|&pid| pin(pid, &cpus))
-        }
+        Cpus::All(cpus) => started_threads(&dev)?
+            .iter()
+            .try_for_each(|&pid| pin(pid, &cpus)),
         Cpus::Each(each) => {
             let fresh = affinity_of(2)?;
             for pid in threads(&dev)? {

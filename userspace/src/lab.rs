@@ -338,18 +338,11 @@ fn write_sysfs(ns: &str, path: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// The pid of the threaded-NAPI kthread of `dev` (comm `napi/<dev>-<id>`).
+/// The pid of the threaded-NAPI kthread of `dev` (comm `napi/<dev>-<id>`; a veth has one).
 fn napi_thread(dev: &str) -> Result<u32> {
-    let prefix = rxsteer_tune::pin::napi_comm_prefix(dev);
-    for _ in 0..50 {
-        if let Some(&(pid, _)) =
-            rxsteer_dataplane::procfs::pids_with_comm_prefix(&[&prefix])?.first()
-        {
-            return Ok(pid);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    bail!("no threaded NAPI kthread {prefix}* appeared after enabling threaded NAPI on {dev}")
+    let pids = rxsteer_tune::napi::started_threads(dev)
+        .with_context(|| format!("after enabling threaded NAPI on {dev}"))?;
+    Ok(pids[0])
 }
 
 #[cfg(test)]
