@@ -515,6 +515,37 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Pro
     Ok(())
 }
 
+/// How one arm was observed, what the kernel showed attached, and where its receive work is
+/// counted when the server polled it.
+fn how_observed(a: ArmName, r: &Row) -> String {
+    let how = match (r.observer, r.xdp_mode) {
+        (Some(Observer::Xdp), Some(m)) if !a.mode.steers_with_xdp() => {
+            format!("the observe-only XDP program in {} mode", m.long_name())
+        }
+        (Some(Observer::Xdp), Some(m)) => {
+            format!("its own steering program ({} mode)", m.long_name())
+        }
+        (Some(obs), _) => obs.meaning().to_string(),
+        (None, _) => "not recorded".to_string(),
+    };
+    let seen = r.attached.as_ref().map_or(String::new(), |w| {
+        format!(
+            "; the kernel showed {} on the interface",
+            w.xdp.as_deref().unwrap_or("no XDP program")
+        )
+    });
+    // Busy polling runs the driver's poll in the server's own thread, outside softirq
+    // and the receive kthreads: that receive work is in the server's time.
+    let polled = match a.mode.steering().server {
+        rxsteer_records::ServerHelp::BusyPoll { usecs } => format!(
+            "; the server busy-polled ({usecs} us per wait), so the receive work it polled \
+             is counted in the server's time, not as NET_RX or a receive kthread"
+        ),
+        rxsteer_records::ServerHelp::Nothing => String::new(),
+    };
+    format!("{how}{seen}{polled}")
+}
+
 /// How each arm was observed, and what observing cost in this same run: every untuned arm
 /// with an observer against the untuned arm with no BPF at all, repetition by repetition.
 /// Runs before observers were named carried the XDP program in their untuned and RPS arms:
@@ -539,32 +570,7 @@ fn observer_section(
         let Some(r) = rows.iter().find(|r| r.arm() == *a) else {
             continue;
         };
-        let how = match (r.observer, r.xdp_mode) {
-            (Some(Observer::Xdp), Some(m)) if !a.mode.steers_with_xdp() => {
-                format!("the observe-only XDP program in {} mode", m.long_name())
-            }
-            (Some(Observer::Xdp), Some(m)) => {
-                format!("its own steering program ({} mode)", m.long_name())
-            }
-            (Some(obs), _) => obs.meaning().to_string(),
-            (None, _) => "not recorded".to_string(),
-        };
-        let seen = r.attached.as_ref().map_or(String::new(), |w| {
-            format!(
-                "; the kernel showed {} on the interface",
-                w.xdp.as_deref().unwrap_or("no XDP program")
-            )
-        });
-        // Busy polling runs the driver's poll in the server's own thread, outside softirq
-        // and the receive kthreads: that receive work is in the server's time.
-        let polled = match a.mode.steering().server {
-            rxsteer_records::ServerHelp::BusyPoll { usecs } => format!(
-                "; the server busy-polled ({usecs} us per wait), so the receive work it polled \
-                 is counted in the server's time, not as NET_RX or a receive kthread"
-            ),
-            rxsteer_records::ServerHelp::Nothing => String::new(),
-        };
-        writeln!(o, "- {}: {how}{seen}{polled}.", label(a))?;
+        writeln!(o, "- {}: {}.", label(a), how_observed(*a, r))?;
     }
     // Runs before levels watched everything, and say nothing here.
     if let Some(level) = run.observe {
