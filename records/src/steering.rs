@@ -67,6 +67,32 @@ pub enum ServerHelp {
     },
 }
 
+impl ServerHelp {
+    /// What it asks of a server, in a phrase (the recommendation says it); `None`: nothing.
+    pub fn phrase(self) -> Option<String> {
+        match self {
+            ServerHelp::Nothing => None,
+            ServerHelp::BusyPoll { .. } => Some(
+                "a server that busy-polls with the kernel's preference (rxsteer serve \
+                 --busy-poll, or EPIOCSPARAMS / io_uring NAPI registration in yours)"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+impl Steering {
+    /// Everything keeping the mode in place takes beyond its command, in phrases: what it
+    /// needs of the place, and what it asks of the server.
+    pub fn needs_said(&self) -> Vec<String> {
+        self.needs
+            .iter()
+            .map(|n| n.phrase())
+            .chain(self.server.phrase())
+            .collect()
+    }
+}
+
 /// One thing a mode needs of the place it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
@@ -75,8 +101,6 @@ pub enum Need {
     GlobalSysctl(&'static str),
     /// A kernel at least this version (major, minor), for what it uses.
     Kernel(u32, u32, &'static str),
-    /// Something the server must do, which rxsteer's own server does (never refused: said).
-    Server(&'static str),
 }
 
 /// The facts about a place that a mode's needs are checked against.
@@ -100,7 +124,7 @@ impl Need {
                 "it needs Linux {major}.{minor} or later ({what}); this kernel is {}.{}",
                 at.kernel.0, at.kernel.1
             )),
-            _ => None,
+            Need::GlobalSysctl(_) | Need::Kernel(..) => None,
         }
     }
 
@@ -109,7 +133,6 @@ impl Need {
         match self {
             Need::GlobalSysctl(name) => format!("{name} (set from the root network namespace)"),
             Need::Kernel(major, minor, what) => format!("Linux {major}.{minor}+ ({what})"),
-            Need::Server(what) => format!("a server that {what}"),
         }
     }
 }
@@ -246,17 +269,11 @@ impl Mode {
                 }),
                 xdp_program: None,
                 cpus: CpuFlags::Nothing,
-                needs: &[
-                    Need::Kernel(
-                        6,
-                        9,
-                        "busy polling set on epoll (EPIOCSPARAMS) and io_uring (NAPI registration)",
-                    ),
-                    Need::Server(
-                        "busy-polls with the kernel's preference: rxsteer serve --busy-poll, or \
-                         EPIOCSPARAMS / io_uring NAPI registration in yours",
-                    ),
-                ],
+                needs: &[Need::Kernel(
+                    6,
+                    9,
+                    "busy polling set on epoll (EPIOCSPARAMS) and io_uring (NAPI registration)",
+                )],
                 server: ServerHelp::BusyPoll { usecs: 50 },
             },
         }
@@ -346,6 +363,21 @@ mod tests {
             None,
             "the lab can run it"
         );
+    }
+
+    /// What keeping a mode takes is said once, from its needs and the help it asks of the
+    /// server.
+    #[test]
+    fn a_modes_needs_and_its_servers_part_are_said_together() {
+        let busy = Mode::BusyPoll.steering().needs_said();
+        assert_eq!(busy.len(), 2, "{busy:?}");
+        assert!(busy[0].starts_with("Linux 6.9+"), "{busy:?}");
+        assert!(busy[1].contains("rxsteer serve --busy-poll"), "{busy:?}");
+        assert_eq!(
+            Mode::NapiThread.steering().needs_said(),
+            ["Linux 5.12+ (threaded NAPI: /sys/class/net/<iface>/threaded)"]
+        );
+        assert!(Mode::Rps.steering().needs_said().is_empty());
     }
 
     /// Modes are names (`names!`): each round-trips, and an unknown one is refused with the

@@ -292,14 +292,7 @@ fn deploy(
     let rows = run.of(c.arm, proto);
     reasons.extend(limit(&rows));
     // What keeping it in place takes beyond the command.
-    let needs: Vec<String> = c
-        .arm
-        .mode
-        .steering()
-        .needs
-        .iter()
-        .map(|n| n.phrase())
-        .collect();
+    let needs = c.arm.mode.steering().needs_said();
     if !needs.is_empty() {
         reasons.push(format!("it needs {}", needs.join(" and ")));
     }
