@@ -22,15 +22,16 @@ pub fn worker(
     bp: Option<BusyPoll>,
     mut started: impl FnMut(&Result<()>),
 ) -> Result<()> {
-    let before = busy_poll::epoll_fds();
+    // Which epoll instances there were before the runtime's, only where they are asked about.
+    let before = bp.map(|bp| (bp, busy_poll::epoll_fds()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .context("starting a tokio runtime")
         .and_then(|rt| {
-            if let Some(bp) = bp {
-                with_busy_poll(&before, bp)?;
+            if let Some((bp, before)) = &before {
+                with_busy_poll(before, *bp)?;
             }
             Ok(rt)
         });
