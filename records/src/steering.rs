@@ -153,8 +153,8 @@ pub struct Tuning {
     /// profiles undo.
     pub napi_thread: bool,
     /// Interrupt deferral for busy polling: the device's `napi_defer_hard_irqs` and
-    /// `gro_flush_timeout` set (so the interrupt stays off while the server polls). Off means
-    /// left alone, as `napi_thread`.
+    /// `gro_flush_timeout` set (so the interrupt stays off while the server polls), and from
+    /// 6.13 each NAPI instance's `irq-suspend-timeout`. Off means left alone, as `napi_thread`.
     pub irq_deferral: bool,
 }
 
@@ -257,7 +257,8 @@ impl Mode {
             Mode::BusyPoll => &Steering {
                 label: "busy poll",
                 summary: "busy polling preferred over interrupts, the interrupt deferred \
-                          (RPS and XPS off)",
+                          and, from 6.13, suspended while the server finds work (RPS and XPS \
+                          off)",
                 // The server's thread polls the queue: the poll, GRO and the stack run there,
                 // on the server's CPU, while the interrupt stays off.
                 tuning: Some(Tuning {

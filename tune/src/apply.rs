@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn only_napi_thread_threads_napi_and_a_device_without_it_skips_both() {
         let (root, input) = fake_host("napi");
-        let napi = |s: &&Setting| s.name.contains("threaded") || s.name.contains("NAPI");
+        let napi = |s: &&Setting| s.name.contains("threaded") || s.knob == Knob::NapiThreadCpus;
         for m in Mode::profiles().filter(|m| *m != Mode::NapiThread) {
             assert_eq!(profile(m, &input).iter().filter(napi).count(), 0, "{m}");
         }
@@ -373,8 +373,8 @@ mod tests {
         fs::remove_dir_all(&root).unwrap();
     }
 
-    /// busy-poll defers the device's interrupt; no other profile touches those two files, and
-    /// revert puts them back byte for byte.
+    /// busy-poll defers the device's interrupt; no other profile touches those two files or the
+    /// NAPI instances' suspension, and revert puts them back byte for byte.
     #[test]
     fn busy_poll_defers_the_interrupt_and_only_it_does() {
         let (root, input) = fake_host("busy");
@@ -385,9 +385,25 @@ mod tests {
                 .iter()
                 .any(|(f, _)| s.path == dev.join(f))
         };
+        let suspension = |s: &&Setting| s.knob == Knob::NapiIrqSuspend;
         for m in Mode::profiles().filter(|m| *m != Mode::BusyPoll) {
             assert_eq!(profile(m, &input).iter().filter(deferral).count(), 0, "{m}");
+            assert_eq!(
+                profile(m, &input).iter().filter(suspension).count(),
+                0,
+                "{m}"
+            );
         }
+        // The per-NAPI timeout is netlink's: never sought in a scratch tree (a fake ifindex
+        // would name a real device of this host).
+        let settings = profile(Mode::BusyPoll, &input);
+        let suspend: Vec<_> = settings.iter().filter(suspension).collect();
+        assert_eq!(suspend.len(), 1);
+        assert_eq!(suspend[0].value, "20000000");
+        assert_eq!(
+            suspend[0].skipped.as_deref(),
+            Some("set over netlink: not in a scratch tree")
+        );
         let state = root.join("state/tune.json");
         apply(
             &profile(Mode::BusyPoll, &input),

@@ -1,10 +1,11 @@
 //! What a setting's path names, and how its value is read, written and compared: most are
-//! files (sysfs, sysctls); the CPUs of an interface's NAPI kthreads are tasks' affinity.
+//! files (sysfs, sysctls); the CPUs of an interface's NAPI kthreads are tasks' affinity; the
+//! per-NAPI IRQ suspension timeout is netlink's.
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{cpus::parse_cpumask, napi};
+use crate::{cpus::parse_cpumask, irq_suspend, napi};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -14,6 +15,9 @@ pub enum Knob {
     File,
     /// The CPUs of the NAPI kthreads of the interface whose `threaded` file is the path.
     NapiThreadCpus,
+    /// The IRQ suspension timeout of each NAPI instance of the interface whose `ifindex` file
+    /// is the path (netdev netlink, Linux 6.13).
+    NapiIrqSuspend,
 }
 
 impl Knob {
@@ -23,6 +27,7 @@ impl Knob {
         match self {
             Knob::File => std::fs::read_to_string(path),
             Knob::NapiThreadCpus => napi::read(path),
+            Knob::NapiIrqSuspend => irq_suspend::read(path),
         }
     }
 
@@ -30,14 +35,17 @@ impl Knob {
         match self {
             Knob::File => std::fs::write(path, value).map_err(|e| explain(path, e)),
             Knob::NapiThreadCpus => napi::write(path, value),
+            Knob::NapiIrqSuspend => irq_suspend::write(path, value),
         }
     }
 
     /// Whether two values mean the same: whitespace-separated fields alike (`4096\t131072` =
     /// `4096 131072`), cpumasks as CPU sets (`0` = `00000000`), NAPI kthreads on the same CPUs.
     pub fn same(self, path: &Path, a: &str, b: &str) -> bool {
-        if self == Knob::NapiThreadCpus {
-            return napi::same(a, b);
+        match self {
+            Knob::NapiThreadCpus => return napi::same(a, b),
+            Knob::NapiIrqSuspend => return irq_suspend::same(a, b),
+            Knob::File => {}
         }
         let is_mask = path
             .file_name()

@@ -5,6 +5,8 @@
 //! back byte for byte. Only this crate writes sysfs and sysctls.
 pub mod apply;
 pub mod cpus;
+pub mod genl;
+pub mod irq_suspend;
 pub mod knob;
 pub mod napi;
 pub mod pin;

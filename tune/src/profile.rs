@@ -6,7 +6,8 @@
 //!   off (0, an empty mask); then the reference sysctls. `rps` is the reference tune.sh; cpumap
 //!   turns all three off.
 //! - Interrupt deferral where the mode busy-polls (`busy-poll`): the device's
-//!   `napi_defer_hard_irqs` and `gro_flush_timeout`; other modes leave them alone.
+//!   `napi_defer_hard_irqs` and `gro_flush_timeout`, and each NAPI instance's
+//!   `irq-suspend-timeout` (netlink, 6.13); other modes leave them alone.
 //! - Threaded NAPI where the mode wants it (`napi-thread`): the interface's `threaded` on and
 //!   its NAPI kthreads on the chosen CPUs; other modes leave both alone.
 //! - A mode with no tuning (`none`) has nothing to apply: everything goes back to the snapshot
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{
     cpus::{cpumask, format_cpu_list},
+    irq_suspend,
     knob::Knob,
     sysctl::{self, Scope, REFERENCE, RFS_FLOW_ENTRIES, RPS_SOCK_FLOW_ENTRIES},
 };
@@ -94,7 +96,14 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     out.extend(napi_settings(&tuning, input));
     out.extend(sysctl_settings(&tuning, input));
     for s in &mut out {
-        if s.skipped.is_none() && !s.path.exists() {
+        if s.skipped.is_none() && s.knob == Knob::NapiIrqSuspend {
+            // Netlink reaches the running kernel's devices, never a test's tree.
+            s.skipped = if input.root != Path::new("/") {
+                Some("set over netlink: not in a scratch tree".to_string())
+            } else {
+                irq_suspend::unsupported(&s.path)
+            };
+        } else if s.skipped.is_none() && !s.path.exists() {
             s.skipped = Some("not present on this kernel or device".to_string());
         } else if s.skipped.is_none() && unreadable(&s.path) {
             // The file is there but the device does not implement it (lo's xps_cpus: ENOENT
@@ -164,6 +173,17 @@ fn napi_settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
         for (f, value) in IRQ_DEFERRAL {
             out.push(device_setting(input, f, Knob::File, value.to_string()));
         }
+        // IRQ suspension (6.13): while the server's preferred busy polls find events, the
+        // interrupt stays off this long; the two values above are its safety net.
+        out.push(Setting {
+            name: format!("{} NAPI irq-suspend-timeout", input.iface),
+            ..device_setting(
+                input,
+                "ifindex",
+                Knob::NapiIrqSuspend,
+                irq_suspend::WANTED_NS.to_string(),
+            )
+        });
     }
     out
 }

@@ -888,14 +888,32 @@ fn napi_thread_refuses_a_cpu_flag_it_does_not_take_and_a_device_without_napi() {
 
 #[test]
 #[ignore = "needs root: tunes a veth in the root namespace"]
-fn busy_poll_defers_the_interrupt_and_puts_both_values_back() {
-    let veth = RootVeth::create('b');
+fn busy_poll_defers_the_interrupt_and_suspends_it_and_puts_every_value_back() {
+    use rxsteer_tune::irq_suspend;
+    // GRO on: the veth has a NAPI instance, whose IRQ suspension (6.13) the arm sets too.
+    let veth = napi_veth('b');
     let dev = &veth.dev;
     let files: Vec<String> = rxsteer_tune::profile::IRQ_DEFERRAL
         .iter()
         .map(|(f, _)| format!("/sys/class/net/{dev}/{f}"))
         .collect();
-    let read_all = || -> Vec<Vec<u8>> { files.iter().map(|p| std::fs::read(p).unwrap()).collect() };
+    let ifindex = std::path::PathBuf::from(format!("/sys/class/net/{dev}/ifindex"));
+    let suspension = irq_suspend::unsupported(&ifindex);
+    if let Some(why) = &suspension {
+        // Only an older kernel may lack it, and then the arm says so and runs without it.
+        assert!(why.contains("6.13"), "{why}");
+        println!("note: this kernel has no per-NAPI IRQ suspension: {why}");
+    } else {
+        // The admin's own value, which rxsteer must put back.
+        irq_suspend::write(&ifindex, "777").unwrap();
+    }
+    let read_all = || -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        if suspension.is_none() {
+            v.push(irq_suspend::read(&ifindex).unwrap().into_bytes());
+        }
+        v
+    };
     let before = read_all();
     let said = common::succeed(Command::new(RXSTEER).args([
         "tune",
@@ -908,7 +926,29 @@ fn busy_poll_defers_the_interrupt_and_puts_both_values_back() {
     for (path, (_, want)) in files.iter().zip(rxsteer_tune::profile::IRQ_DEFERRAL) {
         assert_eq!(read_trimmed(path), want, "{path}: {}", said.stdout);
     }
+    if suspension.is_none() {
+        let now = irq_suspend::read(&ifindex).unwrap();
+        assert!(
+            irq_suspend::same(&irq_suspend::WANTED_NS.to_string(), &now),
+            "every NAPI instance suspended: {now}; {}",
+            said.stdout
+        );
+    }
     common::succeed(Command::new(RXSTEER).args(["tune", "revert"]));
-    assert_eq!(read_all(), before, "both values back, byte for byte");
+    assert_eq!(read_all(), before, "every value back, byte for byte");
+    assert!(no_state_file());
+    // A session killed outright: `rxsteer restore` puts them back too.
+    let mut child = Command::new(RXSTEER)
+        .args(["attach", "--iface", dev, "--steer", "busy-poll", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = until_observing(&mut BufReader::new(child.stderr.take().unwrap()));
+    assert_ne!(read_all(), before, "the session tuned nothing: {said}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let said = common::succeed(Command::new(RXSTEER).arg("restore"));
+    assert_eq!(read_all(), before, "back after a crash: {}", said.stdout);
     assert!(no_state_file());
 }

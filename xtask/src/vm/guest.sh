@@ -134,6 +134,9 @@ values() {
   for f in threaded napi_defer_hard_irqs gro_flush_timeout; do
     [ -r /sys/class/net/$SRV/$f ] && echo "$f=$(cat /sys/class/net/$SRV/$f)"
   done
+  # Each NAPI instance's IRQ suspension (netlink only, 6.13), as tune reads it.
+  rxsteer tune show --iface "$SRV" --profile busy-poll 2>/dev/null |
+    awk '/irq-suspend-timeout/ {$1 = $1; print}'
   # NAPI kthreads pinned anywhere but where a new kthread starts (kthreadd's CPUs): one a
   # session left pinned. The kernel may keep an unpinned one after threaded goes off (6.1).
   fresh=$(grep Cpus_allowed_list /proc/2/status | cut -f2)
