@@ -20,6 +20,11 @@ pub mod program {
     /// tc: where the stack ran (ingress) and where replies left (egress).
     pub const TC_INGRESS: &str = "tc_ingress";
     pub const TC_EGRESS: &str = "tc_egress";
+    /// The flow dissector of the rps-dissector arm (attached to a network namespace), and the
+    /// lab's wire: tc egress on the loader's veth, which drops the sender's hash as a NIC
+    /// without RXHASH would.
+    pub const RPS_BY_SERVICE: &str = "rps_by_service";
+    pub const LAB_UNHASH: &str = "lab_unhash";
     /// Raw tracepoint programs, each attached to the tracepoint of the same name.
     pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
     pub const XDP_TRACEPOINTS: [&str; 4] = [
@@ -39,6 +44,7 @@ pub mod program {
     pub fn all() -> impl Iterator<Item = &'static str> {
         XDP.into_iter()
             .chain([TC_INGRESS, TC_EGRESS])
+            .chain([RPS_BY_SERVICE, LAB_UNHASH])
             .chain(FRAGS)
             .chain(SOFTIRQ_TRACEPOINTS)
             .chain(XDP_TRACEPOINTS)

@@ -7,6 +7,7 @@
 pub mod btf;
 pub mod clsact;
 pub mod cputime;
+pub mod lab_wire;
 mod loader;
 pub mod procfs;
 pub mod sampler;

@@ -6,7 +6,8 @@ use aya::{
     maps::{Array, CpuMap, MapData, PerCpuArray},
     programs::{
         tc::{NlOptions, TcAttachOptions},
-        LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp, XdpMode as AyaXdpMode,
+        FlowDissector, LinkOrder, RawTracePoint, SchedClassifier, TcAttachType, Xdp,
+        XdpMode as AyaXdpMode,
     },
     Ebpf, EbpfLoader,
 };
@@ -22,8 +23,8 @@ use rxsteer_tune::cpus::format_cpu_list;
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_OBJ"));
 
 pub use rxsteer_common::names::program::{
-    DRIVER_TRACEPOINTS, FRAGS_SUFFIX, ON_CPU, RX_ACCOUNT, SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS,
-    TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
+    DRIVER_TRACEPOINTS, FRAGS_SUFFIX, LAB_UNHASH, ON_CPU, RPS_BY_SERVICE, RX_ACCOUNT,
+    SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS, TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
 };
 use rxsteer_common::names::{map, program, program::FRAGS as FRAGS_PROGRAMS};
 
@@ -553,6 +554,33 @@ impl Dataplane {
         xdp_mut(&mut self.ebpf, name)
     }
 
+    /// Attaches the rps-dissector arm's flow dissector to the calling thread's network
+    /// namespace, for as long as this Dataplane lives (a bpf_link: a killed rxsteer leaves
+    /// nothing behind once its descriptors close). In the root namespace it dissects for
+    /// every namespace of the box (the kernel asks the root's first).
+    pub fn attach_flow_dissector(&mut self) -> Result<()> {
+        let netns = std::fs::File::open("/proc/thread-self/ns/net")
+            .context("opening this thread's network namespace")?;
+        let prog: &mut FlowDissector =
+            program_of(&mut self.ebpf, RPS_BY_SERVICE, "a flow dissector")?;
+        prog.load()
+            .with_context(|| format!("verifying flow dissector {RPS_BY_SERVICE}"))?;
+        prog.attach(netns).map_err(|e| {
+            let busy = std::error::Error::source(&e)
+                .and_then(|s| s.downcast_ref::<std::io::Error>())
+                .is_some_and(|io| io.raw_os_error() == Some(libc::EEXIST));
+            if busy {
+                anyhow!(
+                    "another BPF flow dissector is attached to this network namespace (one \
+                     per namespace): bpftool net shows it"
+                )
+            } else {
+                anyhow!("attaching flow dissector {RPS_BY_SERVICE}: {e}")
+            }
+        })?;
+        Ok(())
+    }
+
     /// A raw tracepoint program, for BPF_PROG_TEST_RUN.
     pub fn raw_tracepoint(&mut self, name: &str) -> Result<&mut RawTracePoint> {
         raw_tp_mut(&mut self.ebpf, name)
@@ -701,9 +729,14 @@ fn raw_tp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut RawTracePoin
 }
 
 /// rxsteer's programs loaded in the kernel now, by any process (names as the kernel keeps
-/// them): what the no-BPF arm checks is empty instead of assuming it.
+/// them): what the no-BPF arm checks is empty instead of assuming it. The lab's wire
+/// (`lab_unhash`) is not among them: it runs on the loader's side in every arm, the no-BPF
+/// one too, as the lab's stand-in for a NIC.
 pub fn loaded_rxsteer_programs() -> Result<Vec<String>> {
-    let ours = program_names();
+    let ours: Vec<String> = program_names()
+        .into_iter()
+        .filter(|n| n != LAB_UNHASH)
+        .collect();
     let mut found = Vec::new();
     for info in aya::programs::loaded_programs() {
         let info = info.context("listing the kernel's BPF programs")?;

@@ -1,11 +1,12 @@
 //! rxsteer's kernel programs, split by hook: XDP (`rx_account`, `steer`), tc (`tc_account`),
 //! tracepoints (`softirq`, `xdp_trace`, and `rx_driver`: where the driver received, without
-//! XDP). Entry points with logic are thin wrappers over a
+//! XDP), the flow dissector that shapes RPS's hash and the lab's wire (`dissect`). Entry points with logic are thin wrappers over a
 //! `try_*` function.
 #![no_std]
 #![no_main]
 
 mod diag;
+mod dissect;
 mod maps;
 mod packet;
 mod rx_account;

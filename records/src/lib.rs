@@ -22,7 +22,7 @@ pub use names::{
 pub use run::{Row, RunDoc};
 pub use sample::{CpuSample, Observed, Sample, SampleLine, TcAttached};
 // Steering modes are names too (`names!`), defined with what each does in `steering.rs`.
-pub use steering::{CpuFlags, Mode, Need, Place, ServerHelp, Steering, Tuning};
+pub use steering::{CpuFlags, Mode, Need, Place, Program, ServerHelp, Steering, Tuning};
 
 /// With fewer than 4 CPUs no CPU is free of the receive core, the server and the loader, so
 /// steering can only move receive work onto a CPU that also does one of those. Whether that

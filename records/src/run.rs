@@ -45,6 +45,23 @@ pub struct LabSettings {
     pub loader_napi_cpus: Vec<u32>,
     /// Both veths transmit through a pfifo of this many frames (backpressure, not drops).
     pub tx_qdisc_pfifo: u32,
+    /// How the loader's frames reach the server veth. Absent in runs before it, which kept
+    /// the sender's hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<LabFrames>,
+}
+
+/// Whether the lab's frames arrive with a flow hash: a veth hands its peer the hash the
+/// sender's socket gave each packet, a NIC without RXHASH (r8169, e1000) gives none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabFrames {
+    /// The loader's veth drops the sender's hash (tc egress `lab_unhash`): RPS dissects every
+    /// frame on the receiving CPU, as behind a NIC without RXHASH.
+    Unhashed,
+    /// The frames kept the sender's hash: RPS took it for free, and no flow dissector was
+    /// asked. Why the loader's veth could not drop it.
+    SenderHash { why: String },
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

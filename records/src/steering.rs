@@ -27,6 +27,9 @@ names! {
         /// Busy polling preferred over interrupts: the server polls the receive queue itself
         /// while it waits, the device's interrupt deferred meanwhile.
         BusyPoll = "busy-poll",
+        /// RPS whose hash a BPF flow dissector takes per service: each service's flows hash
+        /// alike, so each lands on one CPU of RPS's set; XPS on, RFS off.
+        RpsDissector = "rps-dissector",
         /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
         Cpumap = "cpumap",
     }
@@ -42,10 +45,10 @@ pub struct Steering {
     /// The host tuning it wants; `None`: nothing to apply, the host goes back to the
     /// snapshot (so it is not a `tune` profile).
     pub tuning: Option<Tuning>,
-    /// The XDP program that steers, `None` where XDP only observes (if at all). A mode with
+    /// The BPF program that steers, `None` where BPF only observes (if at all). A mode with
     /// one needs a process that holds it (`attach`); one without is a tuning that a oneshot
     /// applies and reverts.
-    pub xdp_program: Option<&'static str>,
+    pub program: Option<Program>,
     /// Which CPUs it takes from the command line.
     pub cpus: CpuFlags,
     /// What it needs of the place it runs, beyond a kernel rxsteer runs on; where one is
@@ -54,6 +57,15 @@ pub struct Steering {
     pub needs: &'static [Need],
     /// What it asks of the server (the comparison starts `rxsteer serve` so).
     pub server: ServerHelp,
+}
+
+/// A mode's own BPF program, by its hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// On the interface's XDP hook (cpumap steering).
+    Xdp(&'static str),
+    /// The network namespace's flow dissector: it shapes the hash RPS picks a CPU by.
+    FlowDissector(&'static str),
 }
 
 /// What a mode needs the server itself to do.
@@ -180,7 +192,7 @@ impl Mode {
                 label: "untuned",
                 summary: "nothing (the host as it was found)",
                 tuning: None,
-                xdp_program: None,
+                program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[],
                 server: ServerHelp::Nothing,
@@ -195,7 +207,7 @@ impl Mode {
                     napi_thread: false,
                     irq_deferral: false,
                 }),
-                xdp_program: None,
+                program: None,
                 cpus: CpuFlags::List,
                 needs: &[],
                 server: ServerHelp::Nothing,
@@ -211,7 +223,7 @@ impl Mode {
                     napi_thread: false,
                     irq_deferral: false,
                 }),
-                xdp_program: Some(program::STEER),
+                program: Some(Program::Xdp(program::STEER)),
                 cpus: CpuFlags::PerClass,
                 needs: &[],
                 server: ServerHelp::Nothing,
@@ -228,7 +240,7 @@ impl Mode {
                     napi_thread: false,
                     irq_deferral: false,
                 }),
-                xdp_program: None,
+                program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[Need::GlobalSysctl("net.core.rps_sock_flow_entries")],
                 server: ServerHelp::Nothing,
@@ -245,12 +257,33 @@ impl Mode {
                     napi_thread: true,
                     irq_deferral: false,
                 }),
-                xdp_program: None,
+                program: None,
                 cpus: CpuFlags::NapiCpus,
                 needs: &[Need::Kernel(
                     5,
                     12,
                     "threaded NAPI: /sys/class/net/<iface>/threaded",
+                )],
+                server: ServerHelp::Nothing,
+            },
+            Mode::RpsDissector => &Steering {
+                label: "RPS by service",
+                summary: "RPS hashed per service by a BPF flow dissector (XPS on, RFS off)",
+                // RFS would send each service's one hash to whichever reader ran last.
+                tuning: Some(Tuning {
+                    rps: true,
+                    rfs: false,
+                    xps: true,
+                    napi_thread: false,
+                    irq_deferral: false,
+                }),
+                program: Some(Program::FlowDissector(program::RPS_BY_SERVICE)),
+                cpus: CpuFlags::List,
+                needs: &[Need::Kernel(
+                    6,
+                    1,
+                    "a flow dissector that hands other packets back to the kernel's \
+                     (BPF_FLOW_DISSECTOR_CONTINUE)",
                 )],
                 server: ServerHelp::Nothing,
             },
@@ -268,7 +301,7 @@ impl Mode {
                     napi_thread: false,
                     irq_deferral: true,
                 }),
-                xdp_program: None,
+                program: None,
                 cpus: CpuFlags::Nothing,
                 needs: &[Need::Kernel(
                     6,
@@ -293,7 +326,13 @@ impl Mode {
     /// Whether an XDP program of the mode's own steers (so XDP is on the interface whatever
     /// the observer).
     pub fn steers_with_xdp(self) -> bool {
-        self.steering().xdp_program.is_some()
+        matches!(self.steering().program, Some(Program::Xdp(_)))
+    }
+
+    /// Whether a BPF program of the mode's own steers (XDP or a flow dissector): a process
+    /// must hold it, and it cannot run without BPF.
+    pub fn steers_with_bpf(self) -> bool {
+        self.steering().program.is_some()
     }
 
     /// Whether the receive work the mode moves runs in one thread however many CPUs there
@@ -394,7 +433,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, rps-dissector, cpumap"
         );
     }
 
@@ -402,10 +441,14 @@ mod tests {
     fn every_mode_that_steers_with_xdp_takes_cpu_sets_and_turns_rps_off() {
         for m in Mode::ALL {
             let s = m.steering();
-            if s.xdp_program.is_some() {
+            if m.steers_with_xdp() {
                 assert_eq!(s.cpus, CpuFlags::PerClass, "{m}");
                 // XDP steering plus RPS would move each packet twice.
                 assert!(s.tuning.is_some_and(|t| !t.rps), "{m}");
+            }
+            if let Some(Program::FlowDissector(_)) = s.program {
+                // A dissector shapes RPS's hash: without RPS it would shape nothing.
+                assert!(s.tuning.is_some_and(|t| t.rps && !t.rfs), "{m}");
             }
             if s.tuning.is_none() {
                 assert_eq!(s.cpus, CpuFlags::Nothing, "{m}: nothing to spread");
@@ -418,6 +461,7 @@ mod tests {
                 Mode::Rfs,
                 Mode::NapiThread,
                 Mode::BusyPoll,
+                Mode::RpsDissector,
                 Mode::Cpumap
             ]
         );

@@ -252,9 +252,20 @@ fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
         )
     } else {
         let r = run.roles().cloned().unwrap_or_default();
+        let unhashed = matches!(
+            setup.lab.as_ref().and_then(|l| l.frames.as_ref()),
+            Some(rxsteer_records::run::LabFrames::Unhashed)
+        );
         format!(
-            "the embedded veth lab: receive (NAPI) CPU {}, server CPUs {:?}, loader CPUs {:?}",
-            r.rx_cpu, r.server_cpus, r.loader_cpus
+            "the embedded veth lab: receive (NAPI) CPU {}, server CPUs {:?}, loader CPUs {:?}{}",
+            r.rx_cpu,
+            r.server_cpus,
+            r.loader_cpus,
+            if unhashed {
+                ", frames unhashed as from a NIC without RXHASH (the loader's veth drops its sockets' flow hash)"
+            } else {
+                ""
+            }
         )
     };
     let load = match &run.search {
@@ -331,6 +342,14 @@ fn notes_section(o: &mut String, run: &RunDoc) -> Result<()> {
         writeln!(
             o,
             "> **An older lab.** This run predates the lab receiving the replies on the loader's side (TSO off on the server veth, threaded NAPI on the loader veth): the loader's receive of every reply ran as NET_RX on the server CPU and is counted here as that CPU's receive work.\n"
+        )?;
+    }
+    if let Some(rxsteer_records::run::LabFrames::SenderHash { why }) =
+        setup.lab.as_ref().and_then(|l| l.frames.as_ref())
+    {
+        writeln!(
+            o,
+            "> **The lab's frames kept the sender's flow hash** ({why}): RPS took it for free, where behind a NIC without RXHASH the receiving CPU dissects every frame, and a flow dissector (rps-dissector) was never asked.\n"
         )?;
     }
     if let Some(r) = run.rate {

@@ -12,6 +12,11 @@
 //! and a TSO skb is not one: so TSO is off on the server veth, and GRO plus threaded NAPI on
 //! the loader veth, its kthread pinned to the loader CPUs (the recipe verified on 6.18 in the
 //! project's steering notes).
+//!
+//! A veth also hands the server the flow hash the loader's sockets gave each packet, so RPS
+//! would never dissect a frame; behind a NIC without RXHASH (the GB10's r8169) it dissects
+//! every one on the receiving CPU. The loader veth drops that hash on its way out
+//! (`lab_unhash`, TCX, 6.6), and the run records whether it could (`LabFrames`).
 use anyhow::{bail, Context, Result};
 use std::process::{Command, Stdio};
 
@@ -47,7 +52,7 @@ impl RoleArgs {
 }
 
 use rxsteer_records::run::{core_kinds, CoreKind, CpuInfo};
-pub use rxsteer_records::run::{LabSettings, Roles};
+pub use rxsteer_records::run::{LabFrames, LabSettings, Roles};
 
 /// Roles from the user's choices, defaults filled in from the machine's online CPUs and their
 /// kinds. On a machine of one kind: the RX core is the first CPU, the loader the top quarter,
@@ -178,6 +183,8 @@ pub const LAB_TAG: &str = "lab";
 
 /// The embedded lab, torn down (namespaces, veths, NAPI thread) when dropped.
 pub struct EmbeddedLab {
+    /// The loader veth's hash drop (the lab's wire), detached before the namespaces go.
+    wire: Result<rxsteer_dataplane::lab_wire::LabWire, String>,
     pub veth: VethLab,
     pub napi_pid: u32,
     /// The lab's owner file, removed after the namespaces (fields drop in order).
@@ -282,7 +289,14 @@ impl EmbeddedLab {
         pin_task(napi_pid, &[roles.rx_cpu])?;
         // The loader veth's NAPI kthread: the replies' receive, on the loader's CPUs.
         pin_task(napi_thread(&veth.client_dev)?, &roles.loader_cpus)?;
+        // Frames as from a NIC without RXHASH: the loader's veth drops its sockets' hash.
+        let wire = rxsteer_dataplane::lab_wire::LabWire::attach(
+            &format!("/run/netns/{client}"),
+            &veth.client_dev,
+        )
+        .map_err(|e| format!("{e:#}"));
         Ok(Self {
+            wire,
             veth,
             napi_pid,
             _owner: owner,
@@ -301,6 +315,10 @@ impl EmbeddedLab {
             loader_napi_threaded: true,
             loader_napi_cpus: roles.loader_cpus.clone(),
             tx_qdisc_pfifo: TX_QUEUE,
+            frames: Some(match &self.wire {
+                Ok(_) => LabFrames::Unhashed,
+                Err(why) => LabFrames::SenderHash { why: why.clone() },
+            }),
         }
     }
 }

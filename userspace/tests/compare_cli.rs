@@ -60,6 +60,8 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             ("napi-thread", "zap"),
             ("busy-poll", "http"),
             ("busy-poll", "zap"),
+            ("rps-dissector", "http"),
+            ("rps-dissector", "zap"),
             ("cpumap", "http"),
             ("cpumap", "zap"),
             ("none", "http"),
@@ -569,6 +571,7 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
             ("rps", "-"),
             ("napi-thread", "-"),
             ("busy-poll", "-"),
+            ("rps-dissector", "-"),
             ("cpumap-drv", "drv"),
             ("cpumap-skb", "skb"),
             ("none-nobpf", "-")

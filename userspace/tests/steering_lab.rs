@@ -4,7 +4,7 @@
 //! Needs root.
 mod common;
 
-use common::{lab, online_cpus, udp_burst};
+use common::{lab, online_cpus, udp_burst, udp_flows};
 use rxsteer::netns::{Netns, VethLab};
 use serde_json::Value;
 use std::{
@@ -254,6 +254,90 @@ fn rps_moves_backlog_work_to_the_rps_cpu() {
         "and was woken for it: {received_rps:?}"
     );
     assert_eq!(common::profile_values(&lab), before);
+}
+
+/// Where the stack ran for 64 UDP flows to `port`, per CPU, under `steer` with RPS over
+/// every CPU; frames arrive unhashed (the lab's wire), as from a NIC without RXHASH.
+fn stack_cpus_of_flows(lab: &VethLab, steer: &str, port: u16) -> (Vec<u64>, Vec<Value>) {
+    let cpus = online_cpus();
+    let all = format!("{}-{}", cpus[0], cpus.last().unwrap());
+    let (mut top, said) = attach(
+        lab,
+        &[
+            "--steer",
+            steer,
+            "--cpus",
+            &all,
+            "--http-ports",
+            "7000",
+            "--json",
+            "--interval",
+            "500ms",
+            "--count",
+            "4",
+            "--bpf-stats",
+            "always",
+        ],
+    );
+    assert!(said.contains(&format!("steering {steer}")), "{said}");
+    udp_flows(&lab.client, cpus[0], lab.server_ip, port, 64, 40);
+    assert!(top.wait().unwrap().success());
+    let lines = json_lines(&mut top);
+    let stack = per_cpu_sum(&lines, |c| c["stack_class"]["ip"].as_u64().unwrap());
+    (stack, lines)
+}
+
+/// rps-dissector: a service's flows all hash alike, so they land on one CPU of RPS's set;
+/// other ports keep the kernel's hash and spread as under plain RPS, which the same flows
+/// show first (so the test can tell the two apart).
+#[test]
+#[ignore = "needs root: steers a veth lab and attaches a flow dissector"]
+fn rps_dissector_lands_a_services_flows_on_one_cpu_and_leaves_the_rest_spread() {
+    assert!(online_cpus().len() >= 2, "needs 2 CPUs");
+    let lab = lab('d');
+    let _wire = rxsteer_dataplane::lab_wire::LabWire::attach(
+        &format!("/run/netns/{}", lab.client.name()),
+        &lab.client_dev,
+    )
+    .unwrap();
+    let before = common::profile_values(&lab);
+    let spread = |stack: &[u64]| {
+        let total: u64 = stack.iter().sum();
+        total >= 64 * 40 * 9 / 10 && stack.iter().all(|&n| n * 10 >= total)
+    };
+    let (rps, _) = stack_cpus_of_flows(&lab, "rps", 7000);
+    assert!(
+        spread(&rps),
+        "plain RPS spreads 64 flows over every CPU: {rps:?}"
+    );
+    let (service, lines) = stack_cpus_of_flows(&lab, "rps-dissector", 7000);
+    let total: u64 = service.iter().sum();
+    assert!(
+        total >= 64 * 40 * 9 / 10 && service.iter().any(|&n| n * 100 >= total * 99),
+        "every flow to the service on one CPU: {service:?}"
+    );
+    let dissected: u64 = lines
+        .iter()
+        .filter_map(|l| l["bpf"]["measured"].as_array())
+        .flatten()
+        .filter(|p| p["name"] == "rps_by_service")
+        .map(|p| p["runs"].as_u64().unwrap())
+        .sum();
+    assert!(
+        dissected >= total,
+        "the dissector was asked for each packet: {dissected} of {total}"
+    );
+    let (other, _) = stack_cpus_of_flows(&lab, "rps-dissector", 7001);
+    assert!(
+        spread(&other),
+        "another port keeps the kernel's hash: {other:?}"
+    );
+    assert_eq!(common::profile_values(&lab), before);
+    let loaded = rxsteer_dataplane::loaded_rxsteer_programs().unwrap();
+    assert!(
+        !loaded.iter().any(|p| p == "rps_by_service"),
+        "the dissector is gone with the session: {loaded:?}"
+    );
 }
 
 /// A 192-CPU machine's CPU lists and the queue files of `dev`, as sysfs would hold them.

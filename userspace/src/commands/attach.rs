@@ -16,7 +16,7 @@ use crate::{
     privilege,
     signals::stop_on_signals,
 };
-use rxsteer_records::{CpuFlags, Mode, Observed, Observer, XdpMode};
+use rxsteer_records::{CpuFlags, Mode, Observed, Observer, Program, XdpMode};
 
 pub fn run(args: &AttachArgs) -> Result<()> {
     let o = &args.observe;
@@ -46,8 +46,17 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     if let (Some(dp), Some(_)) = (dp.as_mut(), steer_mode) {
         dp.fill_cpumap(&sets, args.qsize, frags)?;
     }
-    let steer = args.steer.steering().xdp_program.zip(steer_mode);
-    let (how, program) = attach_programs(dp.as_mut(), o, steer, frags)?;
+    let xdp_program = match args.steer.steering().program {
+        Some(Program::Xdp(p)) => Some(p),
+        _ => None,
+    };
+    let (how, program) = attach_programs(dp.as_mut(), o, xdp_program.zip(steer_mode), frags)?;
+    if let (Some(dp), Some(Program::FlowDissector(_))) =
+        (dp.as_mut(), args.steer.steering().program)
+    {
+        // After tuning: RPS is on when the dissector starts shaping its hash.
+        dp.attach_flow_dissector()?;
+    }
     // The baseline before the line that says observing has begun (see top).
     let sampler = Sampler::new(
         dp.as_mut().map(Dataplane::take_counters).transpose()?,
@@ -83,7 +92,7 @@ fn load_dataplane(
     sets: &SteerSets,
 ) -> Result<(Option<Dataplane>, Option<XdpMode>, bool)> {
     let o = &args.observe;
-    if o.observer == ObserverChoice::Off && args.steer.steers_with_xdp() {
+    if o.observer == ObserverChoice::Off && args.steer.steers_with_bpf() {
         bail!(
             "--observer off: {} steering is itself a BPF program; use --observer auto",
             args.steer

@@ -103,6 +103,27 @@ pub fn udp_burst(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, count: u32) {
     .expect("udp burst");
 }
 
+/// `flows` UDP flows (a socket, so a source port, each) from `ns` on `cpu` to `to:port`, each
+/// sending `per_flow` datagrams, interleaved.
+pub fn udp_flows(ns: &Netns, cpu: u32, to: Ipv4Addr, port: u16, flows: u32, per_flow: u32) {
+    ns.spawn(Some(cpu), move || {
+        let socks = (0..flows)
+            .map(|_| UdpSocket::bind("0.0.0.0:0"))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        for i in 0..per_flow {
+            for s in &socks {
+                s.send_to(&i.to_be_bytes(), SocketAddr::from((to, port)))?;
+            }
+            // Let the receive side drain so the veth ring never overflows.
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap()
+    .expect("udp flows");
+}
+
 /// An echo server in `ns` on `cpu`, port `port`, for exactly one connection.
 pub fn echo_server(
     ns: &Netns,

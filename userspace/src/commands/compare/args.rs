@@ -383,6 +383,7 @@ mod tests {
                 "rfs",
                 "napi-thread",
                 "busy-poll",
+                "rps-dissector",
                 "cpumap",
                 no_bpf
             ]
@@ -401,13 +402,14 @@ mod tests {
                 "rfs",
                 "napi-thread",
                 "busy-poll",
+                "rps-dissector",
                 "cpumap-drv",
                 "cpumap-skb",
                 no_bpf
             ]
         );
-        assert_eq!(both.arms()[6].xdp, XdpModeChoice::Skb);
-        assert!(!both.arms()[4].runs_xdp() && both.arms()[5].runs_xdp());
+        assert_eq!(both.arms()[7].xdp, XdpModeChoice::Skb);
+        assert!(!both.arms()[5].runs_xdp() && both.arms()[6].runs_xdp());
         // With the XDP observer they are arms of each XDP mode again, as in older runs.
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--observer", "xdp"])),
@@ -417,12 +419,14 @@ mod tests {
                 "rfs-drv",
                 "napi-thread-drv",
                 "busy-poll-drv",
+                "rps-dissector-drv",
                 "cpumap-drv",
                 "none-skb",
                 "rps-skb",
                 "rfs-skb",
                 "napi-thread-skb",
                 "busy-poll-skb",
+                "rps-dissector-skb",
                 "cpumap-skb",
                 no_bpf
             ]

@@ -95,7 +95,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
         steer: a.steer,
         flags,
     };
-    if a.steer.steers_with_xdp() {
+    if a.steer.steers_with_bpf() {
         // The unit's own command, parsed and checked as attach will at boot.
         #[derive(clap::Parser)]
         struct Attach {
@@ -117,7 +117,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
         {
             bail!(
                 "{flag} only applies to --steer {}",
-                modes_where(|s| s.xdp_program.is_some())
+                modes_where(|s| matches!(s.program, Some(rxsteer_records::Program::Xdp(_))))
             );
         }
         host::profile_input(&a.iface, a.cpus.profile_cpus())?;
@@ -453,6 +453,21 @@ fn status_of(
             c.name,
             c.current.trim(),
             c.target
+        )?;
+    }
+    if let Some(rxsteer_records::Program::FlowDissector(name)) = rec.steer.steering().program {
+        let loaded = rxsteer_dataplane::loaded_rxsteer_programs()?
+            .iter()
+            .any(|p| p == name);
+        ok &= loaded;
+        writeln!(
+            out,
+            "  flow dissector {name}: {}",
+            if loaded {
+                "loaded".to_string()
+            } else {
+                format!("not loaded ({} steering is not attached)", rec.steer)
+            }
         )?;
     }
     if rec.steer.steers_with_xdp() {

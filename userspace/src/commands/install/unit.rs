@@ -70,9 +70,10 @@ pub fn device_unit(iface: &str) -> String {
 
 impl Ask {
     /// Whether the steering needs a process that holds it: a mode that steers with its own
-    /// XDP program runs `attach` for as long as the unit is up; a tuning is applied once.
+    /// BPF program (XDP, a flow dissector) runs `attach` for as long as the unit is up; a
+    /// tuning is applied once.
     fn long_running(&self) -> bool {
-        self.steer.steers_with_xdp()
+        self.steer.steers_with_bpf()
     }
 
     /// The unit's main command, after the binary.
