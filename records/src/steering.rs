@@ -341,6 +341,12 @@ impl Mode {
         self.steering().tuning.is_some_and(|t| t.napi_thread)
     }
 
+    /// Whether each service's receive work, once moved, sits on one CPU however many RPS
+    /// may use (a flow dissector that hashes every flow of a service alike).
+    pub fn receive_per_service_on_one_cpu(self) -> bool {
+        matches!(self.steering().program, Some(Program::FlowDissector(_)))
+    }
+
     /// The untuned baseline: the host as it was found, what every arm's ratio is taken
     /// against. One name for it, so no reader has to know that `None` means that.
     pub const fn baseline() -> Mode {

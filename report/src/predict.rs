@@ -72,6 +72,9 @@ pub enum Limit {
     /// The one kthread the receive work moved to (threaded NAPI: one per queue), which
     /// more CPUs do not spread.
     ReceiveThread,
+    /// The one RPS CPU a service's flows hash to (rps-dissector), which more CPUs do not
+    /// spread either.
+    ServiceCpu,
 }
 
 impl Limit {
@@ -80,6 +83,7 @@ impl Limit {
             Limit::RxCore => "the RX core",
             Limit::AllCpus => "all CPUs",
             Limit::ReceiveThread => "the NAPI kthread's CPU",
+            Limit::ServiceCpu => "the service's one RPS CPU",
         }
     }
 
@@ -89,6 +93,7 @@ impl Limit {
             Limit::RxCore => "RX",
             Limit::AllCpus => "all",
             Limit::ReceiveThread => "kthread",
+            Limit::ServiceCpu => "service",
         }
     }
 }
@@ -162,21 +167,24 @@ pub fn costs(doc: &RunDoc, rx_cpu: u32) -> Result<Vec<Costs>> {
 pub fn predict(c: &Costs, cpus: u32, loader: LoaderPlace) -> (f64, Limit) {
     let rx_bound = 1e6 / c.rx.max(1e-9);
     let all_bound = cpus as f64 * 1e6 / c.total(loader).max(1e-9);
-    // Threaded NAPI moves the queue's receive work into one kthread: the work it moved sits
-    // on one CPU however many there are.
-    let thread_bound = if c.arm.mode.receive_in_one_thread() && c.steered > 0.0 {
-        1e6 / c.steered
+    // Threaded NAPI moves the queue's receive work into one kthread, and a per-service hash
+    // sends each service's (each load is one) to one RPS CPU: the work moved sits on one CPU
+    // however many there are.
+    let one_cpu = if c.arm.mode.receive_in_one_thread() {
+        Some(Limit::ReceiveThread)
+    } else if c.arm.mode.receive_per_service_on_one_cpu() {
+        Some(Limit::ServiceCpu)
     } else {
-        f64::INFINITY
+        None
     };
-    [
-        (rx_bound, Limit::RxCore),
-        (thread_bound, Limit::ReceiveThread),
-        (all_bound, Limit::AllCpus),
-    ]
-    .into_iter()
-    .min_by(|a, b| a.0.total_cmp(&b.0))
-    .expect("three bounds")
+    let one_cpu = one_cpu
+        .filter(|_| c.steered > 0.0)
+        .map(|l| (1e6 / c.steered, l));
+    [(rx_bound, Limit::RxCore), (all_bound, Limit::AllCpus)]
+        .into_iter()
+        .chain(one_cpu)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .expect("two bounds at least")
 }
 
 /// One figure of a check: predicted against measured.
@@ -656,6 +664,11 @@ mod tests {
         assert!((r - 1e6 / 30.0).abs() < 1e-6, "{r}");
         c.arm = "rps".parse().unwrap();
         assert_ne!(predict(&c, 20, LoaderPlace::Remote).1, Limit::ReceiveThread);
+        // A service's flows hashed alike land on one RPS CPU: the same bound, named so.
+        c.arm = "rps-dissector".parse().unwrap();
+        let (r, l) = predict(&c, 20, LoaderPlace::Remote);
+        assert_eq!(l, Limit::ServiceCpu);
+        assert!((r - 1e6 / 30.0).abs() < 1e-6, "{r}");
     }
 
     #[test]

@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn rps_is_a_oneshot_that_reverts_and_cpumap_a_service_that_logs() {
+    fn rps_is_a_oneshot_that_reverts_and_bpf_steering_a_service_that_logs() {
         let rps = Ask {
             iface: "eth0".into(),
             steer: Mode::Rps,
@@ -191,5 +191,20 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("BindsTo=sys-subsystem-net-devices-eth0.device"));
+        // A flow dissector is a BPF program too: a service holds it, as it holds cpumap's.
+        let dissector = Ask {
+            iface: "eth0".into(),
+            steer: Mode::RpsDissector,
+            flags: vec![("--cpus", "1-3".into())],
+        };
+        let t = dissector.unit_text();
+        assert!(
+            t.contains(&format!(
+                "ExecStart={BINARY} attach --iface eth0 --steer rps-dissector --cpus 1-3 \
+                 --interval 60s\n"
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("ExecStop") && t.contains("Restart=on-failure"));
     }
 }
