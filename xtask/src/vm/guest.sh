@@ -204,6 +204,10 @@ say data report-iface "$(grep -m1 '^Interface driver' /tmp/compare/report.md)"
 # the report says every arm ran with them.
 say data backlog-threads "$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^backlog_napi/')"
 say data report-backlog "$(grep -c 'runs the backlog in threads' /tmp/compare/report.md)"
+# The flow dissector on a NIC without RXHASH: each rps-dissector row's runs of it per second
+# and the packets the interface received per second (run.json, on one line).
+say data dissector "$(tr -d ' \n' </tmp/compare/run.json 2>/dev/null |
+  grep -o '"name":"rps_by_service","runs_per_s":[0-9.]*' | sed 's/.*://' | oneline)"
 say data report-xdp "$(awk -F'|' '/XDP mode \|$/ {t=1} /^$/ {t=0} t && /^\| XDP cpumap \|/ {print $(NF-1)}' \
   /tmp/compare/report.md | tr -d ' ' | sort -u | oneline)"
 # The 64 KiB upload over HTTP: frames and skbs per request on a real driver, for the lab's

@@ -154,6 +154,7 @@ pub fn judge(
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
     out.push(busy_poll(e));
+    out.push(dissector(e));
     out.extend(main_job(e, nic));
     out.push(backlog_threads(e, boot_options));
     out
@@ -370,6 +371,22 @@ fn backlog_threads(e: &Evidence, boot_options: &[String]) -> Check {
     )
 }
 
+/// rps-dissector on a NIC without RXHASH: the kernel asked its flow dissector for RPS's hash
+/// in every load of the arm (both protocols at least), so the arm did what it says.
+fn dissector(e: &Evidence) -> Check {
+    let said = e.d("dissector");
+    let rates: Vec<f64> = said
+        .split('|')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap_or(0.0))
+        .collect();
+    check(
+        "flow dissector asked for RPS's hash (rps-dissector)",
+        rates.len() >= 2 && rates.iter().all(|&r| r > 0.0),
+        format!("rps_by_service runs per second, per load: {said}"),
+    )
+}
+
 /// `serve --busy-poll`: serving with it from Linux 6.9, refused in one line naming 6.9 before.
 fn busy_poll(e: &Evidence) -> Check {
     let kernel = kernel_of(e);
@@ -462,14 +479,15 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, &[], 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 24, "{names:?}");
+        assert_eq!(names.len(), 25, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
                 // That console predates the kernel's statistics in top's lines.
                 "BPF run-time statistics (top)" => Verdict::Fail,
-                // And busy polling.
-                "busy polling: on from 6.9, refused in one line before" => Verdict::Fail,
+                // And busy polling, and the flow dissector.
+                "busy polling: on from 6.9, refused in one line before"
+                | "flow dissector asked for RPS's hash (rps-dissector)" => Verdict::Fail,
                 _ => Verdict::Pass,
             };
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);
