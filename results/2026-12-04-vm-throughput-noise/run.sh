@@ -1,7 +1,8 @@
 #!/bin/bash
 # Noise of adjacent windows: a plain veth pair, server on CPU 1, load on CPU 0, 1 s live lines.
 set -e
-B=/work/main/target/release
+# Run from the repository root, after `cargo xtask build`.
+B=target/release
 ip netns add nz-s; ip netns add nz-c
 ip link add nzs type veth peer name nzc
 ip link set nzs netns nz-s; ip link set nzc netns nz-c

@@ -157,6 +157,13 @@ rxsteer restore >>/tmp/tune.out 2>&1
 say data tune-restore-rc $?
 say data tune-restored "$(values | oneline)"
 say data tune-out "$(oneline </tmp/tune.out)"
+# busy-poll's interrupt deferral, and from 6.13 each NAPI instance's IRQ suspension (netlink).
+rxsteer tune apply --iface "$SRV" --profile busy-poll >/tmp/tune-busy.out 2>&1
+say data tune-busy-rc $?
+say data tune-busy-applied "$(values | oneline)"
+rxsteer restore >>/tmp/tune-busy.out 2>&1
+say data tune-busy-restored "$(values | oneline)"
+say data tune-busy-out "$(oneline </tmp/tune-busy.out)"
 
 # Busy polling as the server takes it (`serve --busy-poll`): refused in one line before
 # Linux 6.9, serving with it from there.

@@ -329,7 +329,42 @@ fn tuning(e: &Evidence) -> Vec<Check> {
             e.d("tune-restore-rc") == "0" && restored == before,
             format!("restored {restored}; {}", e.d("tune-out")),
         ),
+        busy_poll_tuning(e),
     ]
+}
+
+/// `tune apply --profile busy-poll`: the interrupt deferred, and from 6.13 each NAPI
+/// instance's IRQ suspension set over netlink (before, skipped naming 6.13); restore puts all
+/// of it back.
+fn busy_poll_tuning(e: &Evidence) -> Check {
+    let (before, applied, restored) = (
+        e.d("tune-before"),
+        e.d("tune-busy-applied"),
+        e.d("tune-busy-restored"),
+    );
+    let deferred = applied.contains("napi_defer_hard_irqs=2|")
+        && applied.contains("gro_flush_timeout=200000|");
+    // The line reads `<dev> NAPI irq-suspend-timeout <current> <profile> <snapshot>`.
+    let suspend = applied
+        .split('|')
+        .find(|l| l.contains("irq-suspend-timeout"))
+        .unwrap_or("");
+    let suspended = if kernel_of(e) >= (6, 13) {
+        suspend
+            .split_whitespace()
+            .nth(3)
+            .is_some_and(|now| now.ends_with(":20000000"))
+    } else {
+        suspend.contains("needs Linux 6.13")
+    };
+    check(
+        "tune apply --profile busy-poll defers and suspends; restore puts it back",
+        e.d("tune-busy-rc") == "0" && deferred && suspended && restored == before,
+        format!(
+            "applied {applied}; restored {restored}; {}",
+            e.d("tune-busy-out")
+        ),
+    )
 }
 
 /// The guest's kernel release, from the boot line (`kernel=6.1.0-50-amd64`).
@@ -479,14 +514,15 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, &[], 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 25, "{names:?}");
+        assert_eq!(names.len(), 26, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
                 // That console predates the kernel's statistics in top's lines.
                 "BPF run-time statistics (top)" => Verdict::Fail,
-                // And busy polling, and the flow dissector.
+                // And busy polling, its tuning, and the flow dissector.
                 "busy polling: on from 6.9, refused in one line before"
+                | "tune apply --profile busy-poll defers and suspends; restore puts it back"
                 | "flow dissector asked for RPS's hash (rps-dissector)" => Verdict::Fail,
                 _ => Verdict::Pass,
             };
