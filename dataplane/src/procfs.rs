@@ -54,6 +54,50 @@ pub fn nic_rx_packets(iface: &str) -> Option<u64> {
         .ok()
 }
 
+/// The interrupts the interface raised, by CPU id: the per-CPU counts of every numbered line
+/// of /proc/interrupts whose action is the interface (`eth0`) or one of its vectors
+/// (`eth0-rx-0`). Empty where it has none (a veth raises no interrupt).
+pub fn nic_interrupts(iface: &str) -> Result<BTreeMap<u32, u64>> {
+    let text = std::fs::read_to_string("/proc/interrupts").context("reading /proc/interrupts")?;
+    Ok(interrupts_of(&text, iface))
+}
+
+fn interrupts_of(text: &str, iface: &str) -> BTreeMap<u32, u64> {
+    let mut lines = text.lines();
+    let cpus: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut out: BTreeMap<u32, u64> = BTreeMap::new();
+    for line in lines {
+        let mut fields = line.split_whitespace();
+        let Some(irq) = fields.next() else { continue };
+        if !irq
+            .trim_end_matches(':')
+            .chars()
+            .all(|c| c.is_ascii_digit())
+        {
+            continue; // NMI, LOC and the like: not a device's line.
+        }
+        let counts: Vec<u64> = fields
+            .by_ref()
+            .take(cpus.len())
+            .map_while(|v| v.parse().ok())
+            .collect();
+        let ours = fields
+            .flat_map(|f| f.split(','))
+            .any(|a| a == iface || a.strip_prefix(iface).is_some_and(|r| r.starts_with('-')));
+        if ours {
+            for (&cpu, n) in cpus.iter().zip(counts) {
+                *out.entry(cpu).or_default() += n;
+            }
+        }
+    }
+    out
+}
+
 /// One vector's row of /proc/softirqs, by CPU id (`NET_RX`, `NET_TX`, ...).
 pub fn proc_softirqs(vector: &str) -> Result<BTreeMap<u32, u64>> {
     let text = std::fs::read_to_string("/proc/softirqs").context("reading /proc/softirqs")?;
@@ -216,5 +260,29 @@ mod tests {
             assert!(net_rx.contains_key(&cpu), "NET_RX column for CPU {cpu}");
         }
         receive_kthreads("lo").unwrap();
+    }
+}
+
+#[cfg(test)]
+mod interrupt_lines {
+    use super::interrupts_of;
+
+    #[test]
+    fn an_interfaces_lines_are_summed_per_cpu_and_others_left_out() {
+        let text = "           CPU0       CPU1
+  0:         44          0   IO-APIC   2-edge      timer
+ 11:        120       4000   IO-APIC  11-fasteoi   eth0
+ 24:          1        300   PCI-MSI 524288-edge      eth1-rx-0
+ 25:          2        100   PCI-MSI 524289-edge      eth1-tx-0
+ 26:          5          5   PCI-MSI 524290-edge      eth10
+ 27:          7          0   IO-APIC  12-fasteoi   ahci, eth1
+NMI:          0          0   Non-maskable interrupts
+LOC:       9000       8000   Local timer interrupts
+";
+        let eth0 = interrupts_of(text, "eth0");
+        assert_eq!(eth0.into_iter().collect::<Vec<_>>(), [(0, 120), (1, 4000)]);
+        let eth1 = interrupts_of(text, "eth1");
+        assert_eq!(eth1.into_iter().collect::<Vec<_>>(), [(0, 10), (1, 400)]);
+        assert!(interrupts_of(text, "veth0").is_empty());
     }
 }

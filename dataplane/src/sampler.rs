@@ -37,6 +37,8 @@ struct Snapshot {
     kthreads: Vec<KthreadTime>,
     stat: BTreeMap<u32, CpuTimes>,
     nic_rx_packets: Option<u64>,
+    /// The interface's interrupts by CPU (empty where it raises none).
+    nic_irqs: BTreeMap<u32, u64>,
     /// Our programs' run counts and times (None without BPF).
     programs: Option<Vec<ProgramRuns>>,
 }
@@ -224,6 +226,7 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,
         nic_rx_packets: procfs::nic_rx_packets(iface),
+        nic_irqs: procfs::nic_interrupts(iface)?,
         programs: c.map(Counters::program_runs).transpose()?,
     })
 }
@@ -352,6 +355,8 @@ fn cpu_delta(prev: &Snapshot, now: &Snapshot, cpu: u32, k: KthreadNs) -> CpuSamp
         tx_packets: tx.iter().sum(),
         tx_class: ClassPackets::from_array(&tx),
         time,
+        nic_irqs: (now.nic_irqs.get(&cpu).copied().unwrap_or(0))
+            .saturating_sub(prev.nic_irqs.get(&cpu).copied().unwrap_or(0)),
     }
 }
 
@@ -471,6 +476,7 @@ mod tests {
             kthreads: vec![],
             stat: BTreeMap::new(),
             nic_rx_packets: nic,
+            nic_irqs: BTreeMap::from([(1, nic.unwrap_or(0) / 10)]),
             programs: None,
         };
         let prev = snap(
@@ -498,6 +504,8 @@ mod tests {
             (7, 700, 7)
         );
         assert_eq!((s.cpus[1].net_rx_runs, s.cpus[1].net_rx_ns), (3, 9000));
+        // The interface's interrupts, per CPU, as deltas (100 then 125 on CPU 1).
+        assert_eq!((s.cpus[0].nic_irqs, s.cpus[1].nic_irqs), (0, 25));
         assert_eq!(
             (s.cpus[1].stack_packets, s.cpus[1].stack_class.http),
             (7, 7)

@@ -290,6 +290,10 @@ pub struct Row {
     /// before it was read, and where the interface could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic_rx_packets_per_s: Option<f64>,
+    /// Interrupts the interface raised per second, per CPU (/proc/interrupts). Absent from runs
+    /// before it was read; all 0 where the interface raises none (veth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_irqs_per_s: Option<Vec<f64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loader_napi_ms_per_s: Vec<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -157,6 +157,10 @@ pub struct CpuSample {
     /// This CPU's /proc/stat time over the interval.
     #[serde(default)]
     pub time: CpuTimes,
+    /// Interrupts the observed interface raised on this CPU (/proc/interrupts, its own lines).
+    /// Absent from runs before it was read; 0 where the interface raises none (veth).
+    #[serde(default)]
+    pub nic_irqs: u64,
 }
 
 impl CpuSample {

@@ -3,6 +3,7 @@
 //! Reads the stored records through their types (`rxsteer-records`), every version of them.
 mod capacity;
 mod cost;
+mod interrupts;
 mod markdown;
 pub mod observer;
 pub mod predict;

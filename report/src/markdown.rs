@@ -196,6 +196,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     let counted: Vec<ArmName> = arms.iter().filter(|a| **a != NO_BPF_ARM).copied().collect();
     receive_section(&mut o, run, &counted, &protos)?;
     witness_section(&mut o, run, &counted, &protos, run.cpus)?;
+    crate::interrupts::section(&mut o, run, &arms, &protos, run.cpus)?;
     per_request_section(&mut o, run, &arms, &protos)?;
     crate::cost::section(&mut o, run, &arms, &protos)?;
     time_section(&mut o, run, &arms)?;

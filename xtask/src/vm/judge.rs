@@ -334,14 +334,26 @@ fn tuning(e: &Evidence) -> Vec<Check> {
 }
 
 /// `tune apply --profile busy-poll`: the interrupt deferred, and from 6.13 each NAPI
-/// instance's IRQ suspension set over netlink (before, skipped naming 6.13); restore puts all
-/// of it back.
+/// instance's IRQ suspension set over netlink (6.9-6.12: skipped naming 6.13); restore puts
+/// all of it back. Before 6.9 the mode is refused in one line naming 6.9, nothing changed.
 fn busy_poll_tuning(e: &Evidence) -> Check {
     let (before, applied, restored) = (
         e.d("tune-before"),
         e.d("tune-busy-applied"),
         e.d("tune-busy-restored"),
     );
+    let name = "tune apply --profile busy-poll defers and suspends; restore puts it back";
+    if kernel_of(e) < (6, 9) {
+        let out = e.d("tune-busy-out");
+        return check(
+            name,
+            e.d("tune-busy-rc") == "1"
+                && out.contains("needs Linux 6.9 or later")
+                && applied == before
+                && restored == before,
+            format!("refused: {out}; values unchanged: {}", applied == before),
+        );
+    }
     let deferred = applied.contains("napi_defer_hard_irqs=2|")
         && applied.contains("gro_flush_timeout=200000|");
     // The line reads `<dev> NAPI irq-suspend-timeout <current> <profile> <snapshot>`.
@@ -358,7 +370,7 @@ fn busy_poll_tuning(e: &Evidence) -> Check {
         suspend.contains("needs Linux 6.13")
     };
     check(
-        "tune apply --profile busy-poll defers and suspends; restore puts it back",
+        name,
         e.d("tune-busy-rc") == "0" && deferred && suspended && restored == before,
         format!(
             "applied {applied}; restored {restored}; {}",
@@ -498,6 +510,60 @@ fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// busy-poll's tuning as three guests show it (the lines their consoles carry): refused
+    /// before 6.9, deferred with the suspension skipped before 6.13, suspended from 6.13; a
+    /// value not put back fails on every kernel.
+    #[test]
+    fn busy_poll_tuning_is_judged_by_the_guests_kernel() {
+        let base = "/sys/class/net/eth0/queues/rx-0/rps_cpus=0|napi_defer_hard_irqs=0|gro_flush_timeout=0|";
+        let guest = |kernel: &str, rc: &str, applied: &str, restored: &str, out: &str| {
+            let lines = [
+                format!("RXVM boot kernel={kernel} arch=x86_64 cpus=2"),
+                format!("RXVM data tune-before {base}"),
+                format!("RXVM data tune-busy-rc {rc}"),
+                format!("RXVM data tune-busy-applied {applied}"),
+                format!("RXVM data tune-busy-restored {restored}"),
+                format!("RXVM data tune-busy-out {out}"),
+            ];
+            busy_poll_tuning(&evidence(&lines)).verdict
+        };
+        let refused =
+            "rxsteer: --profile busy-poll: it needs Linux 6.9 or later (...); this kernel is 6.1|";
+        assert_eq!(
+            guest("6.1.0-50-amd64", "1", base, base, refused),
+            Verdict::Pass
+        );
+        let deferred = "/sys/class/net/eth0/queues/rx-0/rps_cpus=0|napi_defer_hard_irqs=2|gro_flush_timeout=200000|";
+        let skipped = format!("{deferred}eth0 NAPI irq-suspend-timeout 20000000 - (needs Linux 6.13: this kernel's NAPI instances have no irq-suspend-timeout)|");
+        assert_eq!(
+            guest("6.12.57+deb13-amd64", "0", &skipped, base, ""),
+            Verdict::Pass
+        );
+        let with =
+            |now: &str| format!("{deferred}eth0 NAPI irq-suspend-timeout {now} 20000000 8193:0|");
+        let before_13 = format!("{base}eth0 NAPI irq-suspend-timeout 8193:0 20000000 -|");
+        let at = |applied: &str, restored: &str| {
+            let lines = [
+                "RXVM boot kernel=7.3.4+deb13-amd64 arch=x86_64 cpus=2".to_string(),
+                format!("RXVM data tune-before {before_13}"),
+                "RXVM data tune-busy-rc 0".to_string(),
+                format!("RXVM data tune-busy-applied {applied}"),
+                format!("RXVM data tune-busy-restored {restored}"),
+            ];
+            busy_poll_tuning(&evidence(&lines)).verdict
+        };
+        assert_eq!(at(&with("8193:20000000"), &before_13), Verdict::Pass);
+        assert_eq!(
+            at(&with("8193:0"), &before_13),
+            Verdict::Fail,
+            "not suspended"
+        );
+        assert_eq!(
+            at(&with("8193:20000000"), &with("8193:20000000")),
+            Verdict::Fail
+        );
+    }
 
     /// A stored console of a real guest (Debian 6.1, e1000) judged again: every check passes,
     /// drv is refused, in the order the page lists them.

@@ -26,6 +26,8 @@ pub struct CpuFigures {
     pub tx_per_s: Vec<f64>,
     /// The loader veth's NAPI kthread (lab): the replies' receive, not the server's.
     pub loader_napi_ms_per_s: Vec<f64>,
+    /// The interface's interrupts per second.
+    pub nic_irqs_per_s: Vec<f64>,
     /// Where each CPU's time went, ms per s.
     pub time: Vec<TimeSplit>,
     pub redirect_err: u64,
@@ -57,6 +59,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         stack_per_s: vec![0.0; n],
         tx_per_s: vec![0.0; n],
         loader_napi_ms_per_s: vec![0.0; n],
+        nic_irqs_per_s: vec![0.0; n],
         time: vec![TimeSplit::default(); n],
         nic_rx_per_s: (!measured.is_empty()).then_some(0.0),
         ..Default::default()
@@ -87,6 +90,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
             f.stack_per_s[i] += c.stack_packets as f64;
             f.tx_per_s[i] += c.tx_packets as f64;
             f.loader_napi_ms_per_s[i] += c.other_napi_kthread_ns as f64 / 1e6;
+            f.nic_irqs_per_s[i] += c.nic_irqs as f64;
             f.receive_ms_per_s[i] += c.receive_ns() as f64 / 1e6;
             f.net_rx_ms_per_s[i] += c.net_rx_ns as f64 / 1e6;
             f.kthread_ms_per_s[i] += c.kthread_ns() as f64 / 1e6;
@@ -108,6 +112,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         &mut f.stack_per_s,
         &mut f.tx_per_s,
         &mut f.loader_napi_ms_per_s,
+        &mut f.nic_irqs_per_s,
     ] {
         for x in v.iter_mut() {
             *x = (*x / secs * 10.0).round() / 10.0;
@@ -198,6 +203,8 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         cpumap_arrived_per_s: f.arrived_per_s,
         stack_packets_per_s: tc_ran.then_some(f.stack_per_s),
         nic_rx_packets_per_s: f.nic_rx_per_s,
+        // None where no measured sample came (nothing to count, not zero interrupts).
+        nic_irqs_per_s: (!f.nic_irqs_per_s.is_empty()).then_some(f.nic_irqs_per_s),
         tx_packets_per_s: tx_ran.then_some(f.tx_per_s),
         loader_napi_ms_per_s: f.loader_napi_ms_per_s,
         time_ms_per_s: Some(f.time),
