@@ -62,14 +62,19 @@ pub fn nic_interrupts(iface: &str) -> Result<BTreeMap<u32, u64>> {
     Ok(interrupts_of(&text, iface))
 }
 
-fn interrupts_of(text: &str, iface: &str) -> BTreeMap<u32, u64> {
-    let mut lines = text.lines();
-    let cpus: Vec<u32> = lines
-        .next()
+/// The CPU ids of a /proc table's header line (`CPU0 CPU1 ...`): /proc/interrupts and
+/// /proc/softirqs list only online CPUs, so the columns are these, in order.
+fn cpu_columns(header: Option<&str>) -> Vec<u32> {
+    header
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
-        .collect();
+        .collect()
+}
+
+fn interrupts_of(text: &str, iface: &str) -> BTreeMap<u32, u64> {
+    let mut lines = text.lines();
+    let cpus = cpu_columns(lines.next());
     let mut out: BTreeMap<u32, u64> = BTreeMap::new();
     for line in lines {
         let mut fields = line.split_whitespace();
@@ -102,12 +107,7 @@ fn interrupts_of(text: &str, iface: &str) -> BTreeMap<u32, u64> {
 pub fn proc_softirqs(vector: &str) -> Result<BTreeMap<u32, u64>> {
     let text = std::fs::read_to_string("/proc/softirqs").context("reading /proc/softirqs")?;
     let mut lines = text.lines();
-    let header: Vec<u32> = lines
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
-        .collect();
+    let header = cpu_columns(lines.next());
     let row = lines
         .find(|l| l.trim_start().starts_with(&format!("{vector}:")))
         .with_context(|| format!("no {vector} row in /proc/softirqs"))?;
