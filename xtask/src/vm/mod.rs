@@ -425,19 +425,43 @@ fn store(paths: &Paths, work: &Path, o: &Outcome, commit: &str) -> Result<()> {
         }
         std::fs::write(path, text)?;
     }
-    let all = matrix(&VmArgs::every_row());
+    std::fs::write(dir.join("matrix.md"), matrix_page(&dir)?)?;
+    eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
+    Ok(())
+}
+
+/// The matrix page of a folder: every row of the matrix in its order ("Not run." where the
+/// folder has none), then the rows run outside it (a boot option, another vCPU count), by
+/// name.
+fn matrix_page(dir: &Path) -> Result<String> {
+    let all: Vec<String> = matrix(&VmArgs::every_row())
+        .iter()
+        .map(|r| r.name())
+        .collect();
     let mut text = page_head().to_string();
-    for r in &all {
-        match std::fs::read_to_string(dir.join(format!("{}.md", r.name()))) {
+    for name in &all {
+        match std::fs::read_to_string(dir.join(format!("{name}.md"))) {
             Ok(sec) => text.push_str(&sec),
             Err(_) => {
-                let _ = writeln!(text, "## {}\n\nNot run.\n", r.name());
+                let _ = writeln!(text, "## {name}\n\nNot run.\n");
             }
         }
     }
-    std::fs::write(dir.join("matrix.md"), text)?;
-    eprintln!("xtask vm: stored {}", dir.join("matrix.md").display());
-    Ok(())
+    let mut others: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "md")
+                && p.file_stem().is_some_and(|n| {
+                    n != "matrix" && n != "README" && !all.iter().any(|a| n == a.as_str())
+                })
+        })
+        .collect();
+    others.sort();
+    for p in others {
+        text.push_str(&std::fs::read_to_string(p)?);
+    }
+    Ok(text)
 }
 
 /// `--list`: the newest kernel of each line Debian has, per architecture.
@@ -720,5 +744,23 @@ mod tests {
         );
         assert_eq!(store_dir(&results, "2026-12-04", "row-b"), day);
         std::fs::remove_dir_all(&results).unwrap();
+    }
+
+    /// A row run outside the matrix (a boot option) is on the page too, after the matrix.
+    #[test]
+    fn a_row_outside_the_matrix_is_on_the_page() {
+        let dir = std::env::temp_dir().join(format!("rxsteer-page-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("x86_64-6.1-e1000-2cpu.md"), "## in the matrix\n").unwrap();
+        std::fs::write(
+            dir.join("x86_64-6.12-e1000-2cpu-thread_backlog_napi.md"),
+            "## outside\n",
+        )
+        .unwrap();
+        let page = matrix_page(&dir).unwrap();
+        let (inside, outside) = (page.find("## in the matrix"), page.find("## outside"));
+        assert!(inside.is_some() && outside > inside, "{page}");
+        assert!(page.contains("Not run."), "the rows not run are named");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
