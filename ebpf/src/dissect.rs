@@ -68,12 +68,7 @@ fn try_rps_by_service(ctx: &mut FlowDissectorContext) -> Option<()> {
             return None;
         }
         let word = |i: usize| u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        (
-            h[9],
-            nhoff + ihl,
-            [word(12), 0, 0, 0],
-            [word(16), 0, 0, 0],
-        )
+        (h[9], nhoff + ihl, [word(12), 0, 0, 0], [word(16), 0, 0, 0])
     } else if n_proto == ETH_P_IPV6 {
         let h: [u8; 40] = load(ctx, nhoff)?;
         let word = |i: usize| u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);

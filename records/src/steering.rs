@@ -27,6 +27,10 @@ names! {
         /// Busy polling preferred over interrupts: the server polls the receive queue itself
         /// while it waits, the device's interrupt deferred meanwhile.
         BusyPoll = "busy-poll",
+        /// RPS/RFS/XPS on a kernel that runs the backlog in threads (booted with
+        /// `thread_backlog_napi`): the packets RPS steers are processed in `backlog_napi/N`
+        /// kthreads instead of NET_RX softirq. Refused on a kernel booted without it.
+        BacklogThreads = "backlog-threads",
         /// RPS whose hash a BPF flow dissector takes per service: each service's flows hash
         /// alike, so each lands on one CPU of RPS's set; XPS on, RFS off.
         RpsDissector = "rps-dissector",
@@ -113,6 +117,9 @@ pub enum Need {
     GlobalSysctl(&'static str),
     /// A kernel at least this version (major, minor), for what it uses.
     Kernel(u32, u32, &'static str),
+    /// A kernel that runs the backlog in threads: booted with `thread_backlog_napi` (6.10+),
+    /// or PREEMPT_RT. Taken at boot, so nothing at run time can meet it.
+    BacklogThreads,
 }
 
 /// The facts about a place that a mode's needs are checked against.
@@ -122,6 +129,8 @@ pub struct Place {
     pub kernel: (u32, u32),
     /// Whether the steering is put in place from the root network namespace.
     pub root_netns: bool,
+    /// Whether the kernel runs the backlog in threads (its `backlog_napi/N` kthreads exist).
+    pub backlog_threads: bool,
 }
 
 impl Need {
@@ -136,7 +145,13 @@ impl Need {
                 "it needs Linux {major}.{minor} or later ({what}); this kernel is {}.{}",
                 at.kernel.0, at.kernel.1
             )),
-            Need::GlobalSysctl(_) | Need::Kernel(..) => None,
+            Need::BacklogThreads if !at.backlog_threads => Some(
+                "it needs a kernel booted with thread_backlog_napi (Linux 6.10+; always on \
+                 PREEMPT_RT), which runs the backlog in kthreads; this one was booted without \
+                 it (no backlog_napi kthread runs)"
+                    .to_string(),
+            ),
+            Need::GlobalSysctl(_) | Need::Kernel(..) | Need::BacklogThreads => None,
         }
     }
 
@@ -145,6 +160,9 @@ impl Need {
         match self {
             Need::GlobalSysctl(name) => format!("{name} (set from the root network namespace)"),
             Need::Kernel(major, minor, what) => format!("Linux {major}.{minor}+ ({what})"),
+            Need::BacklogThreads => {
+                "the kernel booted with thread_backlog_napi (Linux 6.10+)".to_string()
+            }
         }
     }
 }
@@ -266,6 +284,24 @@ impl Mode {
                 )],
                 server: ServerHelp::Nothing,
             },
+            Mode::BacklogThreads => &Steering {
+                label: "RPS, backlog in threads",
+                summary: "RPS/RFS/XPS with the backlog in kthreads (a kernel booted with \
+                          thread_backlog_napi)",
+                // The same tuning as RPS: what differs is where the kernel runs the packets
+                // RPS steers, which only the boot decides.
+                tuning: Some(Tuning {
+                    rps: true,
+                    rfs: true,
+                    xps: true,
+                    napi_thread: false,
+                    irq_deferral: false,
+                }),
+                program: None,
+                cpus: CpuFlags::List,
+                needs: &[Need::BacklogThreads],
+                server: ServerHelp::Nothing,
+            },
             Mode::RpsDissector => &Steering {
                 label: "RPS by service",
                 summary: "RPS hashed per service by a BPF flow dissector (XPS on, RFS off)",
@@ -378,6 +414,7 @@ mod tests {
         let host = Place {
             kernel: (6, 1),
             root_netns: true,
+            backlog_threads: false,
         };
         let lab = Place {
             root_netns: false,
@@ -395,6 +432,19 @@ mod tests {
             "it needs Linux 6.9 or later (EPIOCSPARAMS); this kernel is 6.1"
         );
         assert_eq!(Need::Kernel(6, 1, "x").unmet(&host), None);
+        // Backlog threads are the boot's: refused on a kernel booted without them, naming the
+        // option; run where its kthreads are.
+        let why = Mode::BacklogThreads.refused_at(&host).unwrap();
+        assert!(why.contains("thread_backlog_napi"), "{why}");
+        let threaded = Place {
+            backlog_threads: true,
+            ..host
+        };
+        assert_eq!(Mode::BacklogThreads.refused_at(&threaded), None);
+        assert_eq!(
+            Mode::BacklogThreads.steering().needs_said(),
+            ["the kernel booted with thread_backlog_napi (Linux 6.10+)"]
+        );
         let five = Place {
             kernel: (5, 10),
             ..host
@@ -439,7 +489,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, rps-dissector, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, backlog-threads, rps-dissector, cpumap"
         );
     }
 
@@ -467,6 +517,7 @@ mod tests {
                 Mode::Rfs,
                 Mode::NapiThread,
                 Mode::BusyPoll,
+                Mode::BacklogThreads,
                 Mode::RpsDissector,
                 Mode::Cpumap
             ]

@@ -19,6 +19,7 @@ pub fn place() -> Result<Place> {
     Ok(Place {
         kernel: rxsteer_dataplane::kernel_version()?,
         root_netns: sysctl::in_root_netns()?,
+        backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
     })
 }
 

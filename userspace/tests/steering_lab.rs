@@ -630,6 +630,22 @@ fn bad_steering_input_is_one_line_and_changes_nothing() {
         assert_ne!(out.status.code(), Some(0), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // Backlog threads are the boot's: on a kernel booted without them the mode is refused in
+    // one line naming the option (where this machine runs them, it is accepted instead).
+    if !rxsteer_dataplane::procfs::backlog_threads() {
+        let out = lab
+            .server
+            .command(RXSTEER)
+            .args(["attach", "--iface", dev, "--steer", "backlog-threads"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0));
+        assert!(
+            err.contains("booted with thread_backlog_napi") && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
     let out = lab
         .server
         .command(RXSTEER)

@@ -383,6 +383,7 @@ mod tests {
                 "rfs",
                 "napi-thread",
                 "busy-poll",
+                "backlog-threads",
                 "rps-dissector",
                 "cpumap",
                 no_bpf
@@ -402,14 +403,15 @@ mod tests {
                 "rfs",
                 "napi-thread",
                 "busy-poll",
+                "backlog-threads",
                 "rps-dissector",
                 "cpumap-drv",
                 "cpumap-skb",
                 no_bpf
             ]
         );
-        assert_eq!(both.arms()[7].xdp, XdpModeChoice::Skb);
-        assert!(!both.arms()[5].runs_xdp() && both.arms()[6].runs_xdp());
+        assert_eq!(both.arms()[8].xdp, XdpModeChoice::Skb);
+        assert!(!both.arms()[6].runs_xdp() && both.arms()[7].runs_xdp());
         // With the XDP observer they are arms of each XDP mode again, as in older runs.
         assert_eq!(
             keys(&parse(&["--xdp-mode", "both", "--observer", "xdp"])),
@@ -419,6 +421,7 @@ mod tests {
                 "rfs-drv",
                 "napi-thread-drv",
                 "busy-poll-drv",
+                "backlog-threads-drv",
                 "rps-dissector-drv",
                 "cpumap-drv",
                 "none-skb",
@@ -426,6 +429,7 @@ mod tests {
                 "rfs-skb",
                 "napi-thread-skb",
                 "busy-poll-skb",
+                "backlog-threads-skb",
                 "rps-dissector-skb",
                 "cpumap-skb",
                 no_bpf

@@ -85,8 +85,8 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     // The arms this place can run, decided before anything is built.
     let place = match &args.iface {
         None => rxsteer_records::Place {
-            kernel: rxsteer_dataplane::kernel_version()?,
             root_netns: false,
+            ..crate::host::place()?
         },
         Some(_) => crate::host::place()?,
     };
@@ -641,6 +641,7 @@ mod tests {
         let lab = rxsteer_records::Place {
             kernel: (6, 18),
             root_netns: false,
+            backlog_threads: false,
         };
         let planned = runnable(vec![arm(Mode::None), arm(Mode::Rfs)], &lab).unwrap();
         assert_eq!(planned.arms.len(), 1);
