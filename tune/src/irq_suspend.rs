@@ -31,63 +31,71 @@ const A_NAPI_IRQ_SUSPEND_TIMEOUT: u16 = 7;
 /// while the server keeps finding work.
 pub const WANTED_NS: u64 = 20_000_000;
 
-/// The device's NAPI instances: (id, timeout; None where this kernel has no such setting).
-fn instances(ifindex_file: &Path) -> io::Result<Vec<(u32, Option<u64>)>> {
-    let ifindex: u32 = std::fs::read_to_string(ifindex_file)?
-        .trim()
-        .parse()
-        .map_err(|_| io::Error::other(format!("{} holds no index", ifindex_file.display())))?;
-    let mut sock = Socket::open()?;
-    let family = sock.family(FAMILY)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this kernel has no netdev netlink family (Linux 6.5)",
-        )
-    })?;
-    let replies = sock.request(
-        family,
-        CMD_NAPI_GET,
-        FAMILY_VERSION,
-        genl::DUMP,
-        &[(A_NAPI_IFINDEX, &ifindex.to_ne_bytes())],
-    )?;
-    let mut out: Vec<(u32, Option<u64>)> = replies
-        .iter()
-        .filter_map(|attrs| {
-            let find = |t| attrs.iter().find(|(k, _)| *k == t).map(|(_, v)| v);
-            let id = genl::uint(find(A_NAPI_ID)?)? as u32;
-            Some((
-                id,
-                find(A_NAPI_IRQ_SUSPEND_TIMEOUT).and_then(|v| genl::uint(v)),
-            ))
-        })
-        .collect();
-    out.sort_unstable();
-    Ok(out)
+/// The netdev family on one generic-netlink socket, for a read and the writes that follow.
+struct Netdev {
+    sock: Socket,
+    family: u16,
 }
 
-fn set(id: u32, ns: u64) -> io::Result<()> {
-    let mut sock = Socket::open()?;
-    let family = sock
-        .family(FAMILY)?
-        .ok_or_else(|| io::Error::other("netdev netlink family gone"))?;
-    sock.request(
-        family,
-        CMD_NAPI_SET,
-        FAMILY_VERSION,
-        0,
-        &[
-            (A_NAPI_ID, &id.to_ne_bytes()),
-            (A_NAPI_IRQ_SUSPEND_TIMEOUT, &ns.to_ne_bytes()),
-        ],
-    )
-    .map(drop)
-    .map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("setting NAPI {id}'s irq-suspend-timeout: {e}"),
-        )
-    })
+impl Netdev {
+    fn open() -> io::Result<Self> {
+        let mut sock = Socket::open()?;
+        let family = sock.family(FAMILY)?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel has no netdev netlink family (Linux 6.5)",
+            )
+        })?;
+        Ok(Self { sock, family })
+    }
+
+    /// The device's NAPI instances: (id, timeout; None where this kernel has no such
+    /// setting), by id.
+    fn instances(&mut self, ifindex_file: &Path) -> io::Result<Vec<(u32, Option<u64>)>> {
+        let ifindex: u32 = std::fs::read_to_string(ifindex_file)?
+            .trim()
+            .parse()
+            .map_err(|_| io::Error::other(format!("{} holds no index", ifindex_file.display())))?;
+        let replies = self.sock.request(
+            self.family,
+            CMD_NAPI_GET,
+            FAMILY_VERSION,
+            genl::DUMP,
+            &[(A_NAPI_IFINDEX, &ifindex.to_ne_bytes())],
+        )?;
+        let mut out: Vec<(u32, Option<u64>)> = replies
+            .iter()
+            .filter_map(|attrs| {
+                let find = |t| attrs.iter().find(|(k, _)| *k == t).map(|(_, v)| v);
+                let id = genl::uint(find(A_NAPI_ID)?)? as u32;
+                Some((
+                    id,
+                    find(A_NAPI_IRQ_SUSPEND_TIMEOUT).and_then(|v| genl::uint(v)),
+                ))
+            })
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    fn set(&mut self, id: u32, ns: u64) -> io::Result<()> {
+        self.sock
+            .request(
+                self.family,
+                CMD_NAPI_SET,
+                FAMILY_VERSION,
+                0,
+                &[
+                    (A_NAPI_ID, &id.to_ne_bytes()),
+                    (A_NAPI_IRQ_SUSPEND_TIMEOUT, &ns.to_ne_bytes()),
+                ],
+            )
+            .map(drop)
+    }
+}
+
+fn instances(ifindex_file: &Path) -> io::Result<Vec<(u32, Option<u64>)>> {
+    Netdev::open()?.instances(ifindex_file)
 }
 
 /// Why the device's IRQ suspension cannot be tuned here, if it cannot: the kernel predates it
@@ -116,15 +124,22 @@ pub fn read(ifindex_file: &Path) -> io::Result<String> {
 /// Sets the instances as `value` says.
 pub fn write(ifindex_file: &Path, value: &str) -> io::Result<()> {
     let wanted = parse(value)?;
-    for (id, _) in instances(ifindex_file)? {
+    let mut netdev = Netdev::open()?;
+    for (id, _) in netdev.instances(ifindex_file)? {
         let ns = match &wanted {
             Timeout::All(ns) => *ns,
             Timeout::Each(each) => each.iter().find(|(i, _)| *i == id).map_or(0, |(_, ns)| *ns),
         };
-        match set(id, ns) {
+        match netdev.set(id, ns) {
             // An instance that went away meanwhile (the device reset) is no failure.
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            other => other?,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("setting NAPI {id}'s irq-suspend-timeout: {e}"),
+                ))
+            }
+            Ok(()) => {}
         }
     }
     Ok(())
