@@ -202,6 +202,16 @@ pub enum CpuFlags {
     PerClass,
 }
 
+/// The reference tuning: RPS, RFS and XPS on. `rps` is it, and `backlog-threads` too (what
+/// differs there is the boot, not the tuning).
+const RPS_TUNING: Tuning = Tuning {
+    rps: true,
+    rfs: true,
+    xps: true,
+    napi_thread: false,
+    irq_deferral: false,
+};
+
 impl Mode {
     /// The mode's definition.
     pub const fn steering(self) -> &'static Steering {
@@ -218,13 +228,7 @@ impl Mode {
             Mode::Rps => &Steering {
                 label: "RPS/RFS/XPS",
                 summary: "RPS/RFS/XPS and the reference sysctls",
-                tuning: Some(Tuning {
-                    rps: true,
-                    rfs: true,
-                    xps: true,
-                    napi_thread: false,
-                    irq_deferral: false,
-                }),
+                tuning: Some(RPS_TUNING),
                 program: None,
                 cpus: CpuFlags::List,
                 needs: &[],
@@ -290,13 +294,7 @@ impl Mode {
                           thread_backlog_napi)",
                 // The same tuning as RPS: what differs is where the kernel runs the packets
                 // RPS steers, which only the boot decides.
-                tuning: Some(Tuning {
-                    rps: true,
-                    rfs: true,
-                    xps: true,
-                    napi_thread: false,
-                    irq_deferral: false,
-                }),
+                tuning: Some(RPS_TUNING),
                 program: None,
                 cpus: CpuFlags::List,
                 needs: &[Need::BacklogThreads],
