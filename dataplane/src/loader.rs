@@ -554,17 +554,16 @@ impl Dataplane {
         xdp_mut(&mut self.ebpf, name)
     }
 
-    /// Attaches the rps-dissector arm's flow dissector to the calling thread's network
-    /// namespace, for as long as this Dataplane lives (a bpf_link: a killed rxsteer leaves
+    /// Attaches flow dissector `name` (a steering mode's, rps-dissector's) to the calling
+    /// thread's network namespace, for as long as this Dataplane lives (a bpf_link: a killed rxsteer leaves
     /// nothing behind once its descriptors close). In the root namespace it dissects for
     /// every namespace of the box (the kernel asks the root's first).
-    pub fn attach_flow_dissector(&mut self) -> Result<()> {
+    pub fn attach_flow_dissector(&mut self, name: &str) -> Result<()> {
         let netns = std::fs::File::open("/proc/thread-self/ns/net")
             .context("opening this thread's network namespace")?;
-        let prog: &mut FlowDissector =
-            program_of(&mut self.ebpf, RPS_BY_SERVICE, "a flow dissector")?;
+        let prog: &mut FlowDissector = program_of(&mut self.ebpf, name, "a flow dissector")?;
         prog.load()
-            .with_context(|| format!("verifying flow dissector {RPS_BY_SERVICE}"))?;
+            .with_context(|| format!("verifying flow dissector {name}"))?;
         prog.attach(netns).map_err(|e| {
             let busy = std::error::Error::source(&e)
                 .and_then(|s| s.downcast_ref::<std::io::Error>())
@@ -575,7 +574,7 @@ impl Dataplane {
                      per namespace): bpftool net shows it"
                 )
             } else {
-                anyhow!("attaching flow dissector {RPS_BY_SERVICE}: {e}")
+                anyhow!("attaching flow dissector {name}: {e}")
             }
         })?;
         Ok(())

@@ -46,16 +46,15 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     if let (Some(dp), Some(_)) = (dp.as_mut(), steer_mode) {
         dp.fill_cpumap(&sets, args.qsize, frags)?;
     }
-    let xdp_program = match args.steer.steering().program {
+    let steering_program = args.steer.steering().program;
+    let xdp_program = match steering_program {
         Some(Program::Xdp(p)) => Some(p),
         _ => None,
     };
     let (how, program) = attach_programs(dp.as_mut(), o, xdp_program.zip(steer_mode), frags)?;
-    if let (Some(dp), Some(Program::FlowDissector(_))) =
-        (dp.as_mut(), args.steer.steering().program)
-    {
+    if let (Some(dp), Some(Program::FlowDissector(name))) = (dp.as_mut(), steering_program) {
         // After tuning: RPS is on when the dissector starts shaping its hash.
-        dp.attach_flow_dissector()?;
+        dp.attach_flow_dissector(name)?;
     }
     // The baseline before the line that says observing has begun (see top).
     let sampler = Sampler::new(
