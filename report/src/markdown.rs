@@ -241,13 +241,14 @@ fn failed_section(o: &mut String, run: &RunDoc) -> Result<()> {
 }
 
 /// Where and how the run was made: scenario, protocols, durations, the machine.
-fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
-    let setup = run.setup.clone().unwrap_or_default();
-    let where_ = if run.is_iface() {
+/// Where the run ran: the interface and its CPUs, or the lab's roles (and whether its frames
+/// came unhashed, as from a NIC without RXHASH).
+fn where_it_ran(run: &RunDoc, setup: &rxsteer_records::run::Setup) -> String {
+    if run.is_iface() {
         format!(
             "interface `{}`, server CPUs {:?}, steering targets {:?}, load: {}",
             setup.iface,
-            setup.server_cpus.unwrap_or_default(),
+            setup.server_cpus.clone().unwrap_or_default(),
             setup.steer_targets,
             setup.loader.as_deref().unwrap_or("?")
         )
@@ -268,7 +269,12 @@ fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
                 ""
             }
         )
-    };
+    }
+}
+
+fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
+    let setup = run.setup.clone().unwrap_or_default();
+    let where_ = where_it_ran(run, &setup);
     let load = match &run.search {
         Some(s) => format!(
             "a capacity search per load (open-loop steps of {} s after {} s of warm-up, rates {} to {} req/s)",
