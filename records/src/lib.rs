@@ -8,6 +8,7 @@ pub mod breakdown;
 pub mod live;
 pub mod load;
 pub mod names;
+pub mod reps;
 pub mod run;
 pub mod sample;
 pub mod search;

@@ -610,6 +610,16 @@ pub struct RunDoc {
     pub server_io: Option<ServerIo>,
     #[serde(default)]
     pub reps: u32,
+    /// `--reps auto`: the looks the verdicts' level was derived for, and why the run
+    /// stopped. Absent: a fixed count, looked at once at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::reps::Sequential>,
+    /// `--confidence` where it was not the default 0.95.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Why the run ended before its plan (Ctrl-C, SIGTERM): its figures are what it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     pub caveat: Option<String>,
     /// Why the machine was not quiet, when the run went ahead anyway (--force).
     #[serde(default)]

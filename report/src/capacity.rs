@@ -171,6 +171,13 @@ pub fn answer_section(
             if let Some(c) = &r.command {
                 writeln!(o, "Apply it: `{c}`")?;
             }
+            if !r.judged.is_empty() {
+                writeln!(
+                    o,
+                    "\n![each arm against untuned with its interval]({})",
+                    crate::forest::file(p)
+                )?;
+            }
         }
         writeln!(o)?;
     }
@@ -399,11 +406,11 @@ mod tests {
         o
     }
 
-    /// Three repetitions: untuned's knee at 10k (its failed step's loader at `untuned_loader`
+    /// Five repetitions: untuned's knee at 10k (its failed step's loader at `untuned_loader`
     /// of its CPU), RPS's at 20k.
     fn untuned_and_rps(untuned_loader: f64) -> String {
         let mut runs = Vec::new();
-        for rep in 0..3 {
+        for rep in 0..5 {
             let untuned = [(10e3, 10e3, 300), (20e3, 15e3, 4000)];
             runs.push(searched_row(rep, "none", &untuned, untuned_loader));
             let rps = [(10e3, 10e3, 300), (20e3, 20e3, 600), (40e3, 25e3, 9000)];
@@ -420,7 +427,10 @@ mod tests {
             "{o}"
         );
         assert!(
-            o.contains("**Recommendation for HTTP/1.1: deploy RPS/RFS/XPS.**"),
+            o.contains(
+                "**Recommendation for HTTP/1.1: deploy RPS/RFS/XPS: 2.00x untuned (95 % CI \
+                 2.00-2.00, 5 of 5 repetitions higher).**"
+            ),
             "{o}"
         );
     }
@@ -430,11 +440,14 @@ mod tests {
         // Untuned's failed step saturated the loader: its capacity is only a floor.
         let o = untuned_and_rps(0.97);
         assert!(
-            o.contains("loader-bound in 3 of 3: the server's capacity is above this"),
+            o.contains("loader-bound in 5 of 5: the server's capacity is above this"),
             "{o}"
         );
+        // Every ratio is an upper bound: it could show a loss, never this gain.
         assert!(
-            o.contains("**Recommendation for HTTP/1.1: no winner claimed.**"),
+            o.contains(
+                "**Recommendation for HTTP/1.1: undecided after 5 repetitions: RPS/RFS/XPS 2.00x"
+            ),
             "{o}"
         );
         assert!(o.contains("fewer connections per loader CPU"), "{o}");

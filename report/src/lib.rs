@@ -3,11 +3,14 @@
 //! Reads the stored records through their types (`rxsteer-records`), every version of them.
 mod capacity;
 mod cost;
+pub mod decide;
+pub mod forest;
 mod interrupts;
 mod markdown;
 pub mod observer;
 pub mod predict;
 pub mod recommend;
+pub mod stats;
 mod svg;
 mod table;
 
@@ -108,6 +111,15 @@ pub fn run(dir: &Path) -> Result<()> {
             &collect(|r| r.p99_us.map(|v| v as f64)),
         ),
     )?;
+    // The answer as a picture, per protocol, where the run recommends at all.
+    if recommend::applies(&doc) {
+        for &p in &protos {
+            let r = recommend::recommend(&doc, p);
+            if !r.judged.is_empty() {
+                std::fs::write(dir.join(forest::file(p)), forest::svg(&doc, p, &r.judged))?;
+            }
+        }
+    }
     let kinds = core_kinds(
         doc.environment
             .as_ref()

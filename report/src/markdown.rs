@@ -151,6 +151,13 @@ fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Res
         if let Some(c) = &r.command {
             writeln!(o, "  Apply it: `{c}`")?;
         }
+        if !r.judged.is_empty() {
+            writeln!(
+                o,
+                "\n  ![each arm against untuned with its interval]({})",
+                crate::forest::file(p)
+            )?;
+        }
     }
     writeln!(o)?;
     Ok(())

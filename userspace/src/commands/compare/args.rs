@@ -168,9 +168,23 @@ pub struct CompareArgs {
     /// Warm-up before each load's measured window (excluded from every figure).
     #[arg(long, default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
-    /// Repetitions (the mode order rotates each time).
-    #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub reps: u32,
+    /// Repetitions (the arm order rotates each time). auto (default): at least 5, then after
+    /// each one every arm's interval is recomputed and settled arms stop running, until
+    /// every answer is settled, --max-reps are done or --budget runs out. N: exactly N
+    /// (below 5 the answer says "too few repetitions to decide" and deploys nothing).
+    #[arg(long, default_value = "auto", value_parser = parse_reps)]
+    pub reps: Reps,
+    /// The confidence that every verdict of one protocol's answer is right at once (each
+    /// arm's interval is corrected for the arms compared and, with --reps auto, the looks).
+    #[arg(long, default_value = "0.95", value_parser = parse_confidence)]
+    pub confidence: f64,
+    /// With --reps auto: no repetition starts that would end past this (1m to 24h).
+    #[arg(long, default_value = "10m", value_parser = parse_budget)]
+    pub budget: Duration,
+    /// With --reps auto: the most repetitions (5 to 100); the verdicts' level is derived for
+    /// a look after each repetition up to this many.
+    #[arg(long, default_value = "20", value_parser = clap::value_parser!(u32).range(5..=100))]
+    pub max_reps: u32,
     /// rxload's I/O engine. tokio (default): exact latency timing. uring: about 1.16x the
     /// requests per load-generator CPU-second (README), so the loaders are less often the
     /// limit; a response can be timed up to 100 us late.
@@ -217,6 +231,46 @@ pub struct CompareArgs {
     pub target_ip: Option<std::net::Ipv4Addr>,
     #[command(flatten)]
     pub roles: crate::lab::RoleArgs,
+}
+
+/// `--reps`: a fixed count, or repetitions until the answer is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reps {
+    Auto,
+    Fixed(u32),
+}
+
+/// --reps: auto, or 1 to 100.
+pub fn parse_reps(s: &str) -> Result<Reps, String> {
+    if s == "auto" {
+        return Ok(Reps::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=100).contains(&n) => Ok(Reps::Fixed(n)),
+        _ => Err(format!("{s:?} is outside 1..=100 (or auto)")),
+    }
+}
+
+/// --confidence: strictly between 0 and 1.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!("{s:?} is outside (0, 1), e.g. 0.95")),
+    }
+}
+
+/// --budget: 1 minute to 24 hours.
+pub fn parse_budget(s: &str) -> Result<Duration, String> {
+    let d = match s.parse::<u64>() {
+        Ok(n) => Duration::from_secs(n),
+        Err(_) => {
+            humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration: {e}"))?
+        }
+    };
+    if !(Duration::from_secs(60)..=Duration::from_secs(24 * 3600)).contains(&d) {
+        return Err(format!("{s:?} is outside 1m..=24h"));
+    }
+    Ok(d)
 }
 
 /// --p99: a duration from 10 us to 10 s.
@@ -330,6 +384,29 @@ impl CompareArgs {
 
     pub fn protos(&self) -> Vec<Proto> {
         self.proto.0.clone()
+    }
+
+    /// The repetitions planned: the fixed count, or --max-reps for auto.
+    pub fn planned_reps(&self) -> u32 {
+        match self.reps {
+            Reps::Fixed(n) => n,
+            Reps::Auto => self.max_reps,
+        }
+    }
+
+    /// --confidence as run.json keeps it: absent at the default.
+    pub fn confidence_stored(&self) -> Option<f64> {
+        (self.confidence != rxsteer_report::decide::CONFIDENCE).then_some(self.confidence)
+    }
+
+    /// `--reps auto`'s looks, as run.json keeps them (why it ended is set at the end).
+    pub fn sequential(&self) -> Option<rxsteer_records::reps::Sequential> {
+        (self.reps == Reps::Auto).then(|| rxsteer_records::reps::Sequential {
+            min: rxsteer_report::decide::MIN_REPS,
+            max: self.max_reps,
+            budget_s: self.budget.as_secs_f64(),
+            ended: Default::default(),
+        })
     }
 
     pub fn check(&self) -> Result<()> {
@@ -476,5 +553,22 @@ mod tests {
             .unwrap_err()
             .contains("outside 200ms..=1h"));
         assert_eq!(parse_measured("1").unwrap(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn reps_take_auto_or_a_count_and_budgets_a_sane_span() {
+        assert_eq!(parse_reps("auto").unwrap(), Reps::Auto);
+        assert_eq!(parse_reps("7").unwrap(), Reps::Fixed(7));
+        assert!(parse_reps("0").unwrap_err().contains("outside 1..=100"));
+        assert!(parse_reps("many").is_err());
+        assert_eq!(parse_budget("20m").unwrap(), Duration::from_secs(1200));
+        assert!(parse_budget("0").unwrap_err().contains("outside 1m..=24h"));
+        assert!(parse_budget("2d").unwrap_err().contains("outside"));
+        assert_eq!(parse_confidence("0.9").unwrap(), 0.9);
+        for bad in ["0", "1", "1.5", "-0.1", "ninety"] {
+            assert!(parse_confidence(bad)
+                .unwrap_err()
+                .contains("outside (0, 1)"));
+        }
     }
 }

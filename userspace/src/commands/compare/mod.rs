@@ -138,10 +138,23 @@ fn measure(
         stop,
     };
     let mut plans = search::Plans::new(args.rates, args.p99.map(|d| d.as_micros() as u64));
-    for rep in 0..args.reps {
+    let mut reps = Repetitions::new(args);
+    let mut incomplete = None;
+    'reps: while let Some(rep) = reps.next() {
         for arm in rotated(&planned.arms, rep) {
             for proto in args.protos() {
-                let row = run.load(rep, &arm, proto, &mut screen, &mut plans)?;
+                if !reps.runs(&arm, proto) {
+                    continue;
+                }
+                let row = match run.load(rep, &arm, proto, &mut screen, &mut plans) {
+                    Ok(row) => row,
+                    // Ctrl-C, SIGTERM or q: what was measured is still written, marked.
+                    Err(e) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                        incomplete = Some(format!("{e:#}"));
+                        break 'reps;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let (req_per_s, p99_us) = (row.req_per_s.unwrap_or(0.0), row.p99_us.unwrap_or(0));
                 rows.push(row);
                 screen.on_done(Done {
@@ -152,14 +165,117 @@ fn measure(
                 });
             }
         }
+        screen.on_look(reps.look(&rows));
     }
     drop(screen);
-    let doc = run_doc(args, planned, setup, caveat, loaded, env_before, rows)?;
+    let mut doc = run_doc(args, planned, setup, caveat, loaded, env_before, rows)?;
+    doc.reps = reps.next;
+    doc.sequential = reps.sequential;
+    doc.incomplete = incomplete.clone();
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
     print!("{}", rxsteer_report::summary(&doc)?);
     rxsteer_report::run(dir)?;
+    if let Some(why) = incomplete {
+        bail!(
+            "{why}; the intervals measured so far are in {}",
+            dir.display()
+        );
+    }
     index_run(dir, &doc)?;
     Ok(())
+}
+
+/// Which repetition comes next and which loads it runs: every load while the count is
+/// fixed or below the first look; with `--reps auto`, after each repetition from the fifth
+/// only the arms whose answer is not settled (and untuned for their protocols), until none
+/// is open, --max-reps are done or the next repetition would end past --budget.
+struct Repetitions {
+    planned: u32,
+    budget: std::time::Duration,
+    started: std::time::Instant,
+    /// When the last repetition began, and how long it took.
+    rep_started: std::time::Instant,
+    last_took: std::time::Duration,
+    next: u32,
+    sequential: Option<rxsteer_records::reps::Sequential>,
+    confidence: Option<f64>,
+    /// Open (arm, protocol) pairs after the last look; None: every load runs.
+    open: Option<Vec<(rxsteer_records::run::ArmName, Proto)>>,
+}
+
+impl Repetitions {
+    fn new(args: &CompareArgs) -> Self {
+        let now = std::time::Instant::now();
+        Self {
+            planned: args.planned_reps(),
+            budget: args.budget,
+            started: now,
+            rep_started: now,
+            last_took: std::time::Duration::ZERO,
+            next: 0,
+            sequential: args.sequential(),
+            confidence: args.confidence_stored(),
+            open: None,
+        }
+    }
+
+    /// The next repetition, or None when the run is done (and why, for a sequential run).
+    fn next(&mut self) -> Option<u32> {
+        let now = std::time::Instant::now();
+        if self.next > 0 {
+            self.last_took = now - self.rep_started;
+        }
+        let ended = if self.next >= self.planned {
+            Some(rxsteer_records::reps::Ended::MaxReps)
+        } else if self.open.as_ref().is_some_and(Vec::is_empty) {
+            Some(rxsteer_records::reps::Ended::Settled)
+        } else if self.sequential.is_some()
+            && self.next > 0
+            && now - self.started + self.last_took > self.budget
+        {
+            Some(rxsteer_records::reps::Ended::Budget)
+        } else {
+            None
+        };
+        if let Some(e) = ended {
+            if let Some(s) = &mut self.sequential {
+                s.ended = e;
+            }
+            return None;
+        }
+        self.rep_started = now;
+        self.next += 1;
+        Some(self.next - 1)
+    }
+
+    /// Whether this repetition runs `arm` over `proto`: untuned runs for a protocol while
+    /// any arm of it is open, since every ratio is taken to it.
+    fn runs(&self, arm: &Arm, proto: Proto) -> bool {
+        let Some(open) = &self.open else {
+            return true;
+        };
+        let key = arm.key();
+        if key.mode.is_baseline() && key != rxsteer_records::run::NO_BPF_ARM {
+            return open.iter().any(|(_, p)| *p == proto);
+        }
+        open.contains(&(key, proto))
+    }
+
+    /// After a repetition: each arm's interval and verdict so far (the lines the screen
+    /// shows); with --reps auto, from the first look on, which arms stay open.
+    fn look(&mut self, rows: &[Row]) -> Vec<String> {
+        let doc = RunDoc {
+            runs: rows.to_vec(),
+            sequential: self.sequential.clone(),
+            confidence: self.confidence,
+            reps: self.next,
+            ..Default::default()
+        };
+        if self.sequential.is_some() && self.next >= rxsteer_report::decide::MIN_REPS {
+            self.open = Some(rxsteer_report::decide::unsettled(&doc));
+        }
+        rxsteer_report::decide::look_lines(&doc, self.next)
+    }
 }
 
 /// The arms this place can run, and the rest with why not (each said in one line): a mode
@@ -193,9 +309,14 @@ struct Planned {
 /// "rep 2/7  rps  http  (no XDP)": what the screen names a load by.
 fn load_label(args: &CompareArgs, rep: u32, arm: &Arm, p: Proto) -> String {
     format!(
-        "rep {}/{}  {}  {}  ({})",
+        "rep {}/{}{}  {}  {}  ({})",
         rep + 1,
-        args.reps,
+        args.planned_reps(),
+        if args.reps == args::Reps::Auto {
+            " at most"
+        } else {
+            ""
+        },
         arm.key(),
         p.as_str(),
         match arm.observer {
@@ -558,7 +679,10 @@ fn run_doc(
         connections: args.connections,
         loader_io: Some(args.loader_io),
         server_io: Some(args.server_io),
-        reps: args.reps,
+        reps: args.planned_reps(),
+        sequential: args.sequential(),
+        incomplete: None,
+        confidence: args.confidence_stored(),
         caveat,
         loaded_machine: loaded,
         environment: Some(Environments {

@@ -40,6 +40,8 @@ struct Shown {
     history: VecDeque<Sample>,
     live: Vec<LiveLine>,
     done: Vec<Done>,
+    /// Each arm's interval at the latest look (`--reps auto`), narrowing as repetitions come.
+    intervals: Vec<String>,
     caveat: Option<String>,
     /// What the XDP mode that ran means for cpumap (one line), once attach has said.
     meaning: Option<&'static str>,
@@ -146,6 +148,17 @@ impl Screen {
         self.shown.done.push(d);
     }
 
+    /// Each arm's interval and verdict after a repetition: lines without a terminal, a
+    /// panel on the screen.
+    pub fn on_look(&mut self, lines: Vec<String>) {
+        if self.terminal.is_none() {
+            for l in &lines {
+                eprintln!("rxsteer compare: {l}");
+            }
+        }
+        self.shown.intervals = lines;
+    }
+
     /// Draws (on a terminal) and reads keys; true when the user asked to stop.
     pub fn tick(&mut self) -> Result<bool> {
         let Some(t) = self.terminal.as_mut() else {
@@ -191,6 +204,7 @@ fn draw(f: &mut Frame, shown: &Shown) {
         history,
         live,
         done,
+        intervals,
         caveat,
         meaning,
         kinds,
@@ -225,13 +239,30 @@ fn draw(f: &mut Frame, shown: &Shown) {
     let [maps, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
     view::draw_heatmaps(f, maps, history, kinds);
-    let [rps, p99, table] = Layout::vertical([
+    let [rps, p99, looks, table] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(6),
+        Constraint::Length(if intervals.is_empty() {
+            0
+        } else {
+            intervals.len() as u16 + 2
+        }),
         Constraint::Min(0),
     ])
     .areas(right);
     draw_live(f, live, rps, p99);
+    if !intervals.is_empty() {
+        f.render_widget(
+            Paragraph::new(
+                intervals
+                    .iter()
+                    .map(|l| Line::from(l.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .block(Block::bordered().title("each arm against untuned: its interval and verdict")),
+            looks,
+        );
+    }
     draw_done(f, done, table);
     if live.is_empty() && done.is_empty() {
         f.render_widget(Paragraph::new(" starting...").dim(), table);
@@ -336,6 +367,9 @@ mod tests {
             history,
             live: live.to_vec(),
             done: done.into(),
+            intervals: vec![
+                "after 5: HTTP/1.1 RPS/RFS/XPS 1.04x (0.91-1.19, 3 of 5 higher): undecided".into(),
+            ],
             caveat: Some("2 CPUs".into()),
             kinds: view::CpuKinds::default(),
         };
@@ -355,6 +389,7 @@ mod tests {
             "p99 now 777 us",
             "rep 0 untuned http",
             "1.00x",
+            "after 5: HTTP/1.1 RPS/RFS/XPS 1.04x (0.91-1.19",
             "note: 2 CPUs",
             "XDP skb mode: XDP runs after the RX core has built each packet's skb",
         ] {
