@@ -158,6 +158,8 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Judged {
     pub arm: ArmName,
+    /// Repetitions with a ratio to untuned (an interval needs 2).
+    pub reps: usize,
     pub estimate: Option<Estimate>,
     pub verdict: Verdict,
 }
@@ -249,6 +251,7 @@ pub fn judge(arm: ArmName, pairs: &[Pair], alpha: f64) -> Judged {
     };
     Judged {
         arm,
+        reps: pairs.len(),
         estimate,
         verdict,
     }

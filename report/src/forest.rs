@@ -138,6 +138,7 @@ mod tests {
     fn each_arm_is_a_row_with_its_interval_and_verdict() {
         let j = |arm: &str, r: f64, lo: f64, hi: f64, verdict| Judged {
             arm: arm.parse().unwrap(),
+            reps: 7,
             estimate: Some(Estimate {
                 ratio: r,
                 lo,

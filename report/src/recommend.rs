@@ -151,11 +151,7 @@ fn unjudged(run: &RunDoc, proto: Proto, a: ArmName) -> Option<String> {
 
 /// Repetitions the answer rests on: the most any weighed arm has beside untuned.
 fn reps_judged(judged: &[Judged]) -> usize {
-    judged
-        .iter()
-        .filter_map(|j| j.estimate.as_ref().map(|e| e.n))
-        .max()
-        .unwrap_or(0)
+    judged.iter().map(|j| j.reps).max().unwrap_or(0)
 }
 
 pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
@@ -207,7 +203,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         .collect();
     let judged = decide::judge_all(run, proto, &left_out);
     let n = reps_judged(&judged);
-    let too_few = run.sequential.is_none() && (run.reps() < MIN_REPS || n < MIN_REPS as usize);
+    let too_few = n < MIN_REPS as usize;
     let best = judged
         .iter()
         .filter(|j| j.verdict == Verdict::Better)
@@ -225,10 +221,17 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         _ if too_few => {
             reasons.insert(
                 0,
-                format!(
-                    "{n} repetitions: a verdict needs at least {MIN_REPS} (--reps auto, the \
-                     default, runs until each arm is settled)"
-                ),
+                match &run.sequential {
+                    Some(s) => format!(
+                        "{n} repetitions: a verdict needs at least {MIN_REPS}, and {}; a \
+                         larger --budget gives more",
+                        s.ended.said()
+                    ),
+                    None => format!(
+                        "{n} repetitions: a verdict needs at least {MIN_REPS} (--reps auto, \
+                         the default, runs until each arm is settled)"
+                    ),
+                },
             );
             reasons.extend(others(None));
             (None, format!("too few repetitions to decide ({n})"), None)
