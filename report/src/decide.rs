@@ -149,7 +149,11 @@ impl Verdict {
             Verdict::Worse => "worse".into(),
             Verdict::Equivalent => "no difference of 5 % or more".into(),
             Verdict::Undecided { more: Some(m) } => format!("undecided, about {m} more needed"),
-            Verdict::Undecided { more: None } => "undecided".into(),
+            Verdict::Undecided { more: None } => {
+                "undecided, and more repetitions at this spread would not settle it (or its \
+                 loader-bound ones point the other way)"
+                    .into()
+            }
         }
     }
 }
@@ -175,10 +179,11 @@ impl Judged {
 }
 
 impl Estimate {
-    /// "1.24x (1.14-1.35, 7 of 7 higher)", with the bounds named where there are any.
+    /// "1.24x (1.14-1.35, 7 of 7 higher)", with the loader-bound repetitions counted where
+    /// there are any.
     pub fn said(&self) -> String {
         let bounds = if self.bounds > 0 {
-            format!(", {} a loader-bound bound", self.bounds)
+            format!(", {} loader-bound", self.bounds)
         } else {
             String::new()
         };

@@ -7,9 +7,9 @@ use rxsteer_records::{Proto, RunDoc};
 
 use crate::decide::{Judged, Verdict};
 
-const W: f64 = 640.0;
-const LEFT: f64 = 200.0;
-const RIGHT: f64 = 150.0;
+const W: f64 = 720.0;
+const LEFT: f64 = 170.0;
+const RIGHT: f64 = 230.0;
 const ROW: f64 = 26.0;
 const TOP: f64 = 44.0;
 
@@ -95,8 +95,20 @@ pub fn svg(run: &RunDoc, proto: Proto, judged: &[Judged]) -> String {
         );
         let c = colour(&j.verdict);
         let said = match &j.estimate {
+            Some(e) if e.bounds > 0 => format!(
+                "{:.2}x {} ({} of {} loader-bound)",
+                e.ratio,
+                short(&j.verdict),
+                e.bounds,
+                e.n
+            ),
             Some(e) => format!("{:.2}x {}", e.ratio, short(&j.verdict)),
             None => "no interval".into(),
+        };
+        // An interval over loader-bound repetitions mixes bounds with figures: dashed.
+        let dash = match &j.estimate {
+            Some(e) if e.bounds > 0 => r#" stroke-dasharray="4 3""#,
+            _ => "",
         };
         let _ = write!(
             o,
@@ -108,7 +120,7 @@ pub fn svg(run: &RunDoc, proto: Proto, judged: &[Judged]) -> String {
         if let Some((_, r, l, u)) = drawn.iter().find(|d| std::ptr::eq(d.0, j)) {
             let _ = write!(
                 o,
-                r#"<line x1="{:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"/><rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{c}"/>"#,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"{dash}/><rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{c}"/>"#,
                 x(*l),
                 x(*u),
                 x(*r) - 4.0,

@@ -233,8 +233,18 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
                     ),
                 },
             );
-            reasons.extend(others(None));
-            (None, format!("too few repetitions to decide ({n})"), None)
+            // The intervals so far are in the line itself: what the repetitions showed, and
+            // that it is not yet an answer.
+            let so_far: Vec<String> = judged
+                .iter()
+                .filter(|j| j.estimate.is_some())
+                .map(Judged::said)
+                .collect();
+            let mut line = format!("too few repetitions to decide ({n})");
+            if !so_far.is_empty() {
+                line.push_str(&format!(": so far {}", so_far.join("; ")));
+            }
+            (None, line, None)
         }
         Some((j, e)) => {
             let line = format!(
@@ -475,7 +485,12 @@ mod tests {
             Proto::Http,
         );
         assert_eq!(r.arm, None);
-        assert_eq!(r.verdict, "too few repetitions to decide (3)");
+        assert!(
+            r.verdict
+                .starts_with("too few repetitions to decide (3): so far RPS/RFS/XPS 1.15x ("),
+            "{}",
+            r.verdict
+        );
         assert!(r.command.is_none());
     }
 

@@ -236,6 +236,15 @@ mod tests {
         assert!(t_interval(&[0.1], 0.05).is_none());
     }
 
+    /// The values docs/experiment.md states for the default looks (5 to 20).
+    #[test]
+    fn the_documented_levels_for_the_default_looks() {
+        let one = per_look_alpha(0.05, 5, 20);
+        let five = per_look_alpha(0.01, 5, 20);
+        assert!((one - 0.0100).abs() < 0.0005, "{one}");
+        assert!((five - 0.0016).abs() < 0.0002, "{five}");
+    }
+
     #[test]
     fn the_sequential_level_is_below_the_single_look_and_holds_its_error() {
         let single = per_look_alpha(0.05, 7, 7);

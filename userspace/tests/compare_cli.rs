@@ -707,6 +707,55 @@ fn a_killed_comparison_takes_its_children_down_and_the_next_start_cleans_up() {
 
 #[test]
 #[ignore = "needs root: builds the veth lab and steers it"]
+fn a_comparison_stopped_midway_still_writes_what_it_measured_marked_incomplete() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-part-{}", std::process::id()));
+    let mut compare = Command::new(RXSTEER)
+        .args([
+            "compare", "--force", "--closed", "--proto", "http", "-d", "1s", "--warmup", "300ms",
+            "-c", "4", "--no-tui", "--out",
+        ])
+        .arg(&out_dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second repetition runs RPS first (the order rotates): the first is whole by then.
+    let live = out_dir.join("live-rps-http-rep1.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !std::fs::read_to_string(&live).is_ok_and(|l| l.contains("measure")) {
+        assert!(std::time::Instant::now() < deadline, "never reached rep 2");
+        assert!(compare.try_wait().unwrap().is_none(), "exited early");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    unsafe { libc::kill(compare.id() as i32, libc::SIGTERM) };
+    let status = compare.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut compare.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the intervals measured so far are in"),
+        "{err}"
+    );
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    assert!(
+        run["incomplete"]
+            .as_str()
+            .is_some_and(|w| w.contains("stopped before the end")),
+        "{}",
+        run["incomplete"]
+    );
+    assert_eq!(run["sequential"]["min"], 5, "{}", run["sequential"]);
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("the run ended early"), "{report}");
+    assert!(report.contains("too few repetitions to decide"), "{report}");
+    assert_eq!(common::host_state(), before, "the host is as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
 fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
     // Closing the terminal (SIGHUP from tmux or ssh) or SIGQUIT is handled like Ctrl-C: the
     // load, the server and the mode stop, the lab goes, and the host is as it was found.

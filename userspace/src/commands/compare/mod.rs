@@ -168,6 +168,10 @@ fn measure(
         screen.on_look(reps.look(&rows));
     }
     drop(screen);
+    if let (Some(why), true) = (&incomplete, rows.is_empty()) {
+        // Stopped inside the first load: nothing measured to write.
+        bail!("{why}");
+    }
     let mut doc = run_doc(args, planned, setup, caveat, loaded, env_before, rows)?;
     doc.reps = reps.next;
     doc.sequential = reps.sequential;
@@ -178,7 +182,7 @@ fn measure(
     if let Some(why) = incomplete {
         bail!(
             "{why}; the intervals measured so far are in {}",
-            dir.display()
+            dir.join("report.md").display()
         );
     }
     index_run(dir, &doc)?;
@@ -744,6 +748,83 @@ fn index_run(dir: &Path, doc: &RunDoc) -> Result<()> {
 mod tests {
     use super::*;
     use rxsteer_records::Mode;
+
+    fn args(a: &[&str]) -> CompareArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            c: CompareArgs,
+        }
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("compare").chain(a.iter().copied()))
+            .unwrap()
+            .c
+    }
+
+    /// A row of `arm` over HTTP in `rep` at `rps`.
+    fn row(rep: u32, arm: &str, rps: f64) -> Row {
+        let name: rxsteer_records::run::ArmName = arm.parse().unwrap();
+        Row {
+            rep,
+            arm: Some(name),
+            mode: name.mode,
+            proto: Proto::Http,
+            req_per_s: Some(rps),
+            observer: Some(rxsteer_records::Observer::Tracepoint),
+            ..Default::default()
+        }
+    }
+
+    /// --reps auto: every load until the fifth repetition, then only the open arms and
+    /// untuned beside them; done when none is open.
+    #[test]
+    fn auto_repetitions_drop_settled_arms_and_stop_when_none_is_open() {
+        let a = args(&["--steer", "all", "--proto", "http"]);
+        let mut reps = Repetitions::new(&a);
+        let arm = |m| Arm {
+            mode: m,
+            observer: rxsteer_dataplane::ObserverChoice::Auto,
+            ..Arm::no_bpf()
+        };
+        let (none, rps, cpumap) = (arm(Mode::None), arm(Mode::Rps), arm(Mode::Cpumap));
+        let mut rows = Vec::new();
+        for k in 0..5 {
+            assert_eq!(reps.next(), Some(k));
+            assert!(reps.runs(&rps, Proto::Http) && reps.runs(&cpumap, Proto::Http));
+            // untuned near 100, RPS clearly better, cpumap all over the place.
+            let noise = [1.0, 1.1, 0.9, 1.05, 0.95][k as usize];
+            let wild = [0.6, 1.5, 0.8, 1.3, 1.0][k as usize];
+            rows.extend([
+                row(k, "none", 100.0 * noise),
+                row(k, "rps", 150.0 * noise),
+                row(k, &cpumap.key().to_string(), 100.0 * wild),
+            ]);
+            let lines = reps.look(&rows);
+            assert!(lines.iter().any(|l| l.contains("RPS/RFS/XPS")), "{lines:?}");
+        }
+        // After the fifth look: RPS settled (better), cpumap open, untuned runs for it.
+        assert_eq!(reps.next(), Some(5));
+        assert!(!reps.runs(&rps, Proto::Http));
+        assert!(reps.runs(&cpumap, Proto::Http));
+        assert!(reps.runs(&none, Proto::Http));
+        assert!(!reps.runs(&none, Proto::Zap), "no ZAP arm is open");
+        // Nothing open: the run ends, said as settled.
+        reps.open = Some(vec![]);
+        assert_eq!(reps.next(), None);
+        assert_eq!(
+            reps.sequential.unwrap().ended,
+            rxsteer_records::reps::Ended::Settled
+        );
+    }
+
+    #[test]
+    fn a_fixed_count_runs_every_load_and_ends_at_it() {
+        let mut reps = Repetitions::new(&args(&["--reps", "2"]));
+        assert_eq!(reps.sequential, None);
+        assert_eq!(
+            (reps.next(), reps.next(), reps.next()),
+            (Some(0), Some(1), None)
+        );
+    }
 
     #[test]
     fn mode_order_rotates() {
