@@ -22,6 +22,10 @@ use rxsteer_tune::cpus::format_cpu_list;
 /// when the object was missing then: see build.rs).
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("RXSTEER_EBPF_OBJ"));
 
+/// The hash of the sources `EBPF_OBJECT` was built from (build.rs): which program this
+/// binary loads, kept in every run.json.
+pub const EBPF_SOURCES: &str = env!("RXSTEER_EBPF_SOURCES");
+
 pub use rxsteer_common::names::program::{
     DRIVER_TRACEPOINTS, FRAGS_SUFFIX, LAB_UNHASH, ON_CPU, RPS_BY_SERVICE, RX_ACCOUNT,
     SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS, TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,

@@ -39,8 +39,11 @@ struct Snapshot {
     nic_rx_packets: Option<u64>,
     /// The interface's interrupts by CPU (empty where it raises none).
     nic_irqs: BTreeMap<u32, u64>,
-    /// Our programs' run counts and times (None without BPF).
+    /// Our programs' run counts and times (None without BPF), and the moment they were
+    /// read: the last read of a snapshot, a few ms after `at` on a busy box, so a window
+    /// divided into their counts is timed from here.
     programs: Option<Vec<ProgramRuns>>,
+    programs_at: Instant,
 }
 
 pub struct Sampler {
@@ -152,7 +155,11 @@ impl Sampler {
         } = &mut self.stats
         {
             match StatsSwitch::enable() {
-                Ok(fd) => *open = Some((fd, Instant::now(), c.program_runs()?)),
+                Ok(fd) => {
+                    // The window opens where its first counts are read.
+                    let (runs, at) = timed(|| c.program_runs())?;
+                    *open = Some((fd, at, runs))
+                }
                 Err(why) => self.stats = StatsSwitch::Unavailable(why),
             }
         }
@@ -178,7 +185,7 @@ impl Sampler {
         let window = match &mut self.stats {
             StatsSwitch::Windowed { open, .. } => open
                 .take()
-                .map(|(_fd, since, at_open)| (now.at.duration_since(since).as_secs_f64(), at_open)),
+                .map(|(_fd, since, at_open)| (window_s(since, now.programs_at), at_open)),
             _ => None,
         };
         sample.bpf = match (self.stats.unavailable(), &self.prev.programs, &now.programs) {
@@ -197,6 +204,12 @@ impl Sampler {
     }
 }
 
+/// The span a sampled window's counts cover: from where they were read as it opened to where
+/// they were read as it closed.
+fn window_s(opened: Instant, closed: Instant) -> f64 {
+    closed.saturating_duration_since(opened).as_secs_f64()
+}
+
 /// A window's program runs as estimates for the whole interval (`k` = interval / window).
 fn scaled(runs: Vec<ProgramRuns>, k: f64) -> Vec<ProgramRuns> {
     runs.into_iter()
@@ -213,9 +226,21 @@ fn maps<T>(c: Option<&Counters>, read: fn(&Counters) -> Result<Vec<T>>) -> Resul
     c.map_or(Ok(vec![]), read)
 }
 
+/// `read`'s value and the moment it stands for: the midpoint of two clock reads around it.
+/// A count divided by a window must be divided by the span the counts cover, not by one
+/// stamped before other reads that took milliseconds (#53: sampled program costs read 1-8 %
+/// high that way).
+fn timed<T>(read: impl FnOnce() -> Result<T>) -> Result<(T, Instant)> {
+    let before = Instant::now();
+    let value = read()?;
+    let after = Instant::now();
+    Ok((value, before + (after - before) / 2))
+}
+
 fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
-    Ok(Snapshot {
-        at: Instant::now(),
+    let at = Instant::now();
+    let rest = Snapshot {
+        at,
         rx: maps(c, Counters::rx)?,
         softirq: maps(c, Counters::softirq)?,
         xdp: maps(c, Counters::xdp_trace)?,
@@ -227,7 +252,14 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         stat: cputime::proc_stat()?,
         nic_rx_packets: procfs::nic_rx_packets(iface),
         nic_irqs: procfs::nic_interrupts(iface)?,
-        programs: c.map(Counters::program_runs).transpose()?,
+        programs: None,
+        programs_at: at,
+    };
+    let (programs, programs_at) = timed(|| c.map(Counters::program_runs).transpose())?;
+    Ok(Snapshot {
+        programs,
+        programs_at,
+        ..rest
     })
 }
 
@@ -427,6 +459,26 @@ mod tests {
         );
     }
 
+    /// The sampled window is timed where its counts are read: a slow read before them (the
+    /// maps and /proc, milliseconds on a busy box) moves the stamp with it, and the midpoint
+    /// of a read stands for it.
+    #[test]
+    fn a_reading_is_stamped_where_it_was_read() {
+        let opened = Instant::now();
+        let (v, at) = timed(|| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Ok(7)
+        })
+        .unwrap();
+        assert_eq!(v, 7);
+        let mid = at.duration_since(opened).as_secs_f64();
+        assert!((0.009..0.015).contains(&mid), "{mid}");
+        // A window whose close was read 10 ms after its nominal end counts those 10 ms.
+        let closed = opened + std::time::Duration::from_millis(110);
+        assert!((window_s(opened, closed) - 0.110).abs() < 1e-9);
+        assert_eq!(window_s(closed, opened), 0.0);
+    }
+
     #[test]
     fn kthread_time_is_attributed_to_its_cpu() {
         let prev = [
@@ -478,6 +530,7 @@ mod tests {
             nic_rx_packets: nic,
             nic_irqs: BTreeMap::from([(1, nic.unwrap_or(0) / 10)]),
             programs: None,
+            programs_at: started,
         };
         let prev = snap(
             RxStats::ZERO,

@@ -115,6 +115,10 @@ pub struct Setup {
 pub struct Build {
     pub version: String,
     pub git: String,
+    /// A hash of the sources the embedded kernel programs were built from (`ebpf/`, the
+    /// shared types): which program the run loaded. Absent in runs before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebpf_sources: Option<String>,
 }
 
 /// What sysfs says of one CPU's kind: arm64's `cpu_capacity` (1024 = the biggest core), its

@@ -245,6 +245,7 @@ pub fn environment() -> Environment {
         rxsteer: Build {
             version: env!("CARGO_PKG_VERSION").into(),
             git: env!("RXSTEER_GIT").into(),
+            ebpf_sources: Some(rxsteer_dataplane::EBPF_SOURCES.into()),
         },
         arch: std::env::consts::ARCH.into(),
         online_cpus: online.len(),
