@@ -7,9 +7,9 @@ use rxsteer_records::{Proto, RunDoc};
 
 use crate::decide::{Judged, Verdict};
 
-const W: f64 = 720.0;
+const W: f64 = 760.0;
 const LEFT: f64 = 170.0;
-const RIGHT: f64 = 230.0;
+const RIGHT: f64 = 250.0;
 const ROW: f64 = 26.0;
 const TOP: f64 = 44.0;
 
@@ -96,7 +96,7 @@ pub fn svg(run: &RunDoc, proto: Proto, judged: &[Judged]) -> String {
         let c = colour(&j.verdict);
         let said = match &j.estimate {
             Some(e) if e.bounds > 0 => format!(
-                "{:.2}x {} ({} of {} loader-bound)",
+                "{:.2}x {} ({}/{} loader-bound)",
                 e.ratio,
                 short(&j.verdict),
                 e.bounds,
