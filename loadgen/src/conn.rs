@@ -31,8 +31,11 @@ pub struct Phase {
     pub measure_from: Instant,
     pub measure_until: Instant,
     pub stop: AtomicBool,
-    /// `-n`: count this many requests (answered or failed), then raise `limit_reached`.
+    /// `-n`: send exactly this many measured requests (each takes a ticket from `issued`
+    /// before it is sent), count each once it is answered or failed, then raise
+    /// `limit_reached`. Requests sent in the warm-up take no ticket and are not counted.
     pub limit: Option<u64>,
+    pub issued: AtomicU64,
     pub measured: AtomicU64,
     pub limit_reached: AtomicBool,
     /// Signalled by the main thread with `stop`.
@@ -68,11 +71,67 @@ impl Phase {
         self.release.notify_waiters();
     }
 
+    /// How many of `want` requests (a pipelined batch) may be sent now: none once the
+    /// window is over or, with `-n`, once every ticket is taken; `ticketed` when they are
+    /// measured ones (sent in the window under `-n`). So `-n N` sends exactly N measured
+    /// requests over all connections, where each connection sending one more after the
+    /// count was reached once sent up to N + connections - 1.
+    pub fn admit(&self, now: Instant, want: usize) -> Admit {
+        let none = Admit {
+            send: 0,
+            ticketed: false,
+        };
+        if self.finished(now) {
+            return none;
+        }
+        let Some(limit) = self.limit else {
+            return Admit {
+                send: want,
+                ticketed: false,
+            };
+        };
+        if now < self.measure_from {
+            return Admit {
+                send: want,
+                ticketed: false,
+            };
+        }
+        let mut cur = self.issued.load(Ordering::Relaxed);
+        loop {
+            let grant = (limit.saturating_sub(cur)).min(want as u64);
+            if grant == 0 {
+                return none;
+            }
+            match self.issued.compare_exchange_weak(
+                cur,
+                cur + grant,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Admit {
+                        send: grant as usize,
+                        ticketed: true,
+                    }
+                }
+                Err(now_issued) => cur = now_issued,
+            }
+        }
+    }
+
     pub fn measuring(&self, now: Instant) -> bool {
         now >= self.measure_from
             && now < self.measure_until
             && !self.limit_reached.load(Ordering::Relaxed)
     }
+}
+
+/// What [`Phase::admit`] allows: how many requests to send, and whether they are `-n`'s
+/// measured ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admit {
+    pub send: usize,
+    pub ticketed: bool,
 }
 
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -211,15 +270,22 @@ async fn connect(
             Some(s)
         }
         Ok(Err(_)) | Err(_) => {
-            let failed = Outcome::Fail(ErrorKind::Connect);
-            record(
-                load.phase,
-                load.stats,
-                load.live,
-                load.req,
-                Instant::now(),
-                failed,
-            );
+            // A failed connect counts as a failed request (toward -n too, so a run against
+            // a dead server ends), when it may be sent at all.
+            let now = Instant::now();
+            let admit = load.phase.admit(now, 1);
+            if admit.send > 0 {
+                let failed = Outcome::Fail(ErrorKind::Connect);
+                record(
+                    load.phase,
+                    load.stats,
+                    load.live,
+                    load.req,
+                    now,
+                    admit.ticketed,
+                    failed,
+                );
+            }
             None
         }
     }
@@ -235,6 +301,7 @@ async fn exchange(
     backoff: &mut Backoff,
 ) -> bool {
     let (mut filled, mut drained) = (0usize, false);
+    let request_len = load.batch.len() / load.pipeline.max(1);
     loop {
         // Closed loop: send now. Open loop: wait for the intended time, never sooner.
         let sent = match (next.as_mut(), load.schedule) {
@@ -256,10 +323,18 @@ async fn exchange(
                 Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
             });
         }
+        // Past the window, or -n's last ticket taken: nothing more is sent.
+        let admit = load.phase.admit(Instant::now(), load.pipeline);
+        if admit.send == 0 {
+            return true;
+        }
         // No timer on the write: requests go into the socket buffer at once, and a server
         // that stops answering trips the read timeout below.
-        let wrote = s.write_all(load.batch).await.is_ok();
-        for _ in 0..load.pipeline {
+        let wrote = s
+            .write_all(&load.batch[..admit.send * request_len])
+            .await
+            .is_ok();
+        for _ in 0..admit.send {
             let outcome = if !wrote {
                 Outcome::Fail(ErrorKind::Write)
             } else {
@@ -273,7 +348,10 @@ async fn exchange(
             if outcome.is_ok() {
                 backoff.reset();
             }
-            if record(load.phase, load.stats, load.live, load.req, sent, outcome) {
+            let ticketed = admit.ticketed;
+            if record(
+                load.phase, load.stats, load.live, load.req, sent, ticketed, outcome,
+            ) {
                 return false;
             }
         }
@@ -283,7 +361,8 @@ async fn exchange(
     }
 }
 
-/// Records one response (or failure); true when the connection must start over. The stats
+/// Records one response (or failure) of a request sent at `sent`, `ticketed` when it was
+/// one of `-n`'s measured requests; true when the connection must start over. The stats
 /// borrow lives only here, never across an await (other connections on this thread use it).
 pub fn record(
     phase: &Phase,
@@ -291,6 +370,7 @@ pub fn record(
     live: Option<&crate::live::LiveCounters>,
     req: &Request,
     sent: Instant,
+    ticketed: bool,
     outcome: Outcome,
 ) -> bool {
     let now = Instant::now();
@@ -301,21 +381,22 @@ pub fn record(
             false => live.record_error(),
         }
     }
-    let measuring = phase.measuring(now);
-    // With -n, exactly `limit` requests are counted, failed ones too: a server that only
-    // fails still ends the run. A response to a request past the limit (still in flight when
-    // it was reached) or outside the window is counted nowhere, its status included.
-    let counted = measuring
-        && match phase.limit {
-            Some(limit) => {
+    // With -n, exactly the `limit` ticketed requests are counted, failed ones too (a
+    // server that only fails still ends the run), and the window closes when the last one
+    // is. Without it, what completes inside the window. Anything else (the warm-up's) is
+    // counted nowhere, its status included.
+    let counted = match phase.limit {
+        Some(limit) => {
+            ticketed && {
                 let m = phase.measured.fetch_add(1, Ordering::Relaxed) + 1;
                 if m >= limit {
                     phase.limit_reached.store(true, Ordering::Relaxed);
                 }
-                m <= limit
+                true
             }
-            None => true,
-        };
+        }
+        None => phase.measuring(now),
+    };
     let failed = match outcome {
         Outcome::Answered(a) => a.valid.err(),
         Outcome::Fail(kind) => Some(kind),

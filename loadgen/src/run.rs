@@ -293,6 +293,7 @@ pub fn run(args: Args) -> Result<i32> {
         measure_until: start + args.warmup + plan.duration,
         stop: Default::default(),
         limit: args.requests,
+        issued: Default::default(),
         measured: Default::default(),
         limit_reached: Default::default(),
         release: Default::default(),

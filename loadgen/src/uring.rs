@@ -49,6 +49,8 @@ struct Conn {
     buf: Vec<u8>,
     filled: usize,
     sent_at: Instant,
+    /// The request in flight is one of `-n`'s measured ones.
+    ticketed: bool,
     state: State,
     /// Bumped at each reconnect: completions of an older socket are ignored.
     generation: u64,
@@ -117,6 +119,7 @@ pub fn run(
             buf: vec![0u8; (req.bytes.len() * 2).max(16 << 10)],
             filled: 0,
             sent_at: now,
+            ticketed: false,
             state: State::Closed,
             generation: 0,
             retry_at: now,
@@ -171,6 +174,7 @@ impl Driver<'_> {
             self.live,
             self.req,
             c.sent_at,
+            c.ticketed,
             Outcome::Fail(kind),
         );
         c.reopen(self.stats);
@@ -193,12 +197,21 @@ impl Driver<'_> {
                     let _ = s.set_nodelay(true);
                     c.stream = Some(s);
                     c.filled = 0;
-                    start_request(&mut self.ring, i, c, &self.req.bytes, &mut self.in_flight)?;
+                    self.next_request(i)?;
                 }
                 Err(_) => {
-                    // Counted as a failed request (toward -n too), then tried again.
+                    // Counted as a failed request (toward -n too, so a run against a dead
+                    // server ends), then tried again; not once nothing more may be sent.
+                    let admit = self.phase.admit(now, 1);
+                    if admit.send == 0 {
+                        c.state = State::Finished;
+                        continue;
+                    }
                     let connect = Outcome::Fail(ErrorKind::Connect);
-                    record(self.phase, self.stats, self.live, self.req, now, connect);
+                    let ticketed = admit.ticketed;
+                    record(
+                        self.phase, self.stats, self.live, self.req, now, ticketed, connect,
+                    );
                     self.stats.borrow_mut().reconnects += 1;
                     c.retry_at = now + Duration::from_millis(20);
                 }
@@ -268,16 +281,30 @@ impl Driver<'_> {
                 if outcome.is_ok() {
                     c.failures = 0;
                 }
-                if record(self.phase, stats, self.live, req, c.sent_at, outcome) {
+                if record(
+                    self.phase, stats, self.live, req, c.sent_at, c.ticketed, outcome,
+                ) {
                     // Framing may be lost: start over on a new connection.
                     c.reopen(stats);
-                } else if self.phase.finished(Instant::now()) {
-                    c.state = State::Finished;
                 } else {
-                    start_request(&mut self.ring, idx, c, &req.bytes, &mut self.in_flight)?;
+                    self.next_request(idx)?;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Connection `idx`'s next request, if one may be sent (the window is on and, with -n,
+    /// a ticket is left); otherwise the connection is done.
+    fn next_request(&mut self, idx: usize) -> Result<()> {
+        let c = &mut self.conns[idx];
+        let admit = self.phase.admit(Instant::now(), 1);
+        if admit.send == 0 {
+            c.state = State::Finished;
+            return Ok(());
+        }
+        c.ticketed = admit.ticketed;
+        start_request(&mut self.ring, idx, c, &self.req.bytes, &mut self.in_flight)?;
         Ok(())
     }
 

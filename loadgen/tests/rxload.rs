@@ -152,15 +152,63 @@ fn counts_agree_with_the_servers_own_count() {
             .served
             .of(rxsteer_server::Proto::Http)
             .load(Ordering::SeqCst);
-        assert!(ours >= 20000, "--io {io}: {ours}");
-        // The server may also have answered requests still in flight when rxload stopped: at
-        // most one per connection.
-        assert!(
-            served >= ours && served - ours <= 8,
-            "--io {io}: rxload {ours}, server {served}"
-        );
-        assert!((served - ours) as f64 / served as f64 <= 0.01);
+        // -n sends exactly what it is asked: no connection sends one more once the count
+        // is reached, so the server's own count is rxload's.
+        assert_eq!(ours, 20000, "--io {io}");
+        assert_eq!(served, ours, "--io {io}: rxload {ours}, server {served}");
     }
+}
+
+/// `-n N` sends N measured requests over all connections, however few: every connection
+/// that is already going once sent one more after the count (`-c 4 -n 1` sent 4). With a
+/// warm-up the warm-up's requests come on top, counted apart; pipelined batches are cut to
+/// what is left.
+#[test]
+fn n_sends_exactly_n_on_both_engines_however_many_connections() {
+    for io in ["tokio", "uring"] {
+        for (c, n) in [("4", 1u64), ("4", 24), ("4", 100), ("8", 500)] {
+            let s = server();
+            let target = format!("http://{}", s.addr[Proto::Http].unwrap());
+            let (code, v, err) = rxload(&[
+                &target,
+                "--io",
+                io,
+                "-c",
+                c,
+                "-t",
+                "1",
+                "-n",
+                &n.to_string(),
+                "--warmup",
+                "0s",
+            ]);
+            assert_eq!(code, 0, "--io {io} -c {c} -n {n}: {err}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let served = s.served.of(Proto::Http).load(Ordering::SeqCst);
+            assert_eq!(v["requests"].as_u64(), Some(n), "--io {io} -c {c} -n {n}");
+            assert_eq!(served, n, "--io {io} -c {c} -n {n}: the server's own count");
+        }
+    }
+    // Pipelined (tokio only): a batch of 4 cut to the 2 left.
+    let s = server();
+    let target = format!("http://{}", s.addr[Proto::Http].unwrap());
+    let (code, v, err) = rxload(&[
+        &target,
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "--pipeline",
+        "4",
+        "-n",
+        "10",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(v["requests"].as_u64(), Some(10));
+    assert_eq!(s.served.of(Proto::Http).load(Ordering::SeqCst), 10);
 }
 
 #[test]
