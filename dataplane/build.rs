@@ -14,6 +14,7 @@ use std::{
 };
 
 include!("ebpf_sources.rs");
+include!("ebpf_build_args.rs");
 
 fn main() {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -81,19 +82,12 @@ fn build(root: &Path, linker_dir: &Path) {
     let mut dirs = vec![linker_dir.to_path_buf()];
     dirs.extend(std::env::split_paths(&path));
     let mut c = Command::new("cargo");
-    c.args([
-        "+nightly",
-        "build",
-        "--release",
-        "--target",
-        "bpfel-unknown-none",
-        "-Z",
-        "build-std=core",
-    ])
-    .arg("--target-dir")
-    .arg(root.join("target/ebpf"))
-    .current_dir(root.join("ebpf"))
-    .env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    c.args(["+nightly", "build"])
+        .args(EBPF_BUILD_ARGS)
+        .arg("--target-dir")
+        .arg(root.join("target/ebpf"))
+        .current_dir(root.join("ebpf"))
+        .env("PATH", std::env::join_paths(dirs).expect("PATH"));
     // What this build script's own cargo set for the host build must not leak into the
     // nested one (toolchain, flags, target folder, jobserver).
     for (k, _) in std::env::vars_os() {

@@ -276,24 +276,21 @@ fn lint(paths: &Paths) -> Result<()> {
     )
 }
 
+// The one definition of the eBPF build's flags, shared with dataplane/build.rs.
+include!("../../dataplane/ebpf_build_args.rs");
+
 /// `cargo +nightly <sub>` for the eBPF crate, with bpf-linker on PATH.
 fn ebpf_cargo(paths: &Paths, sub: &str) -> std::process::Command {
     let mut c = cmd::cargo(Some(EBPF_TOOLCHAIN));
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs = vec![paths.bpf_linker_bin()];
     dirs.extend(std::env::split_paths(&path));
-    c.args([
-        sub,
-        "--release",
-        "--target",
-        "bpfel-unknown-none",
-        "-Z",
-        "build-std=core",
-    ])
-    .arg("--target-dir")
-    .arg(paths.root.join("target/ebpf"))
-    .env("PATH", std::env::join_paths(dirs).expect("PATH"))
-    .current_dir(paths.root.join("ebpf"));
+    c.arg(sub)
+        .args(EBPF_BUILD_ARGS)
+        .arg("--target-dir")
+        .arg(paths.root.join("target/ebpf"))
+        .env("PATH", std::env::join_paths(dirs).expect("PATH"))
+        .current_dir(paths.root.join("ebpf"));
     c
 }
 
