@@ -621,23 +621,46 @@ fn observer_section(
     }
     writeln!(o)?;
     crate::observer::program_cost_table(o, run, arms, protos)?;
+    // What observing cost, judged like any arm: each observed untuned against no BPF, with
+    // its interval, corrected for the untuned arms compared.
+    let observed: Vec<ArmName> = arms
+        .iter()
+        .filter(|a| is_untuned(a) && **a != NO_BPF_ARM)
+        .copied()
+        .collect();
+    let alpha = crate::decide::look_alpha(
+        crate::decide::family_alpha(run),
+        run.sequential.as_ref(),
+        observed.len(),
+    );
     for &p in protos {
-        for a in arms.iter().filter(|a| is_untuned(a) && **a != NO_BPF_ARM) {
-            let v = run.ratios_to(*a, NO_BPF_ARM, p);
-            if v.is_empty() {
+        for &a in &observed {
+            let pairs = crate::decide::pairs_to(run, a, NO_BPF_ARM, p);
+            let Some(first) = pairs.first() else {
                 continue;
+            };
+            let j = crate::decide::judge(a, &pairs, alpha);
+            match &j.estimate {
+                Some(e) => writeln!(
+                    o,
+                    "- **Observer cost, {}:** {} served {} the req/s of untuned with no BPF ({} interval, {:+.1} %): {}.{}",
+                    p.label(),
+                    label(&a),
+                    e.said(),
+                    crate::decide::confidence_said(run),
+                    (e.ratio - 1.0) * 100.0,
+                    j.verdict.said(),
+                    crate::observer::agreement(run, a, p, (e.lo, e.hi))
+                )?,
+                None => writeln!(
+                    o,
+                    "- **Observer cost, {}:** {} served {:.2}x the req/s of untuned with no BPF in its one repetition: no interval.{}",
+                    p.label(),
+                    label(&a),
+                    first.ratio,
+                    crate::observer::agreement(run, a, p, (first.ratio, first.ratio))
+                )?,
             }
-            let (lo, hi) = range(&v);
-            writeln!(
-                o,
-                "- **Observer cost, {}:** {} served {:.2}x ({lo:.2}-{hi:.2}) the req/s of untuned with no BPF, median of {} repetitions ({:+.1} %).{}",
-                p.label(),
-                label(a),
-                median(&v),
-                v.len(),
-                (median(&v) - 1.0) * 100.0,
-                crate::observer::agreement(run, *a, p, (lo, hi))
-            )?;
         }
     }
     writeln!(

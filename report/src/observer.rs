@@ -94,7 +94,7 @@ pub fn program_cost_table(
 /// Whether the programs' own run time accounts for the no-BPF arm's throughput gap: at
 /// most, observing takes the share of one CPU the programs ran, so the observed arm should
 /// serve about (1 - that share) of the no-BPF req/s, on a load limited by one CPU. Said
-/// against the ratio's range over repetitions `(lo, hi)`; empty without the figures.
+/// against the ratio's interval `(lo, hi)` ([`crate::decide`]); empty without the figures.
 pub fn agreement(run: &RunDoc, arm: ArmName, p: Proto, (lo, hi): (f64, f64)) -> String {
     let Some(share) = median_cost(run, arm, p, |c| Some(c.cpu_share)) else {
         return String::new();
@@ -105,7 +105,7 @@ pub fn agreement(run: &RunDoc, arm: ArmName, p: Proto, (lo, hi): (f64, f64)) -> 
     } else if expected > hi {
         "the no-BPF arm gained more than that: part of observing costs what the kernel's run time does not count (the hooks' dispatch, the statistics' own clock reads, caches)"
     } else {
-        "within the repetitions' range: they agree"
+        "within the interval: they agree"
     };
     format!(
         " The programs ran {:.2} % of one CPU, so untuned should serve about {expected:.3}x of it; {verdict}.",
