@@ -1,11 +1,12 @@
 //! The program that runs is the program in the source: the object this binary embeds is
 //! byte for byte the one built from the sources on disk now, and the sources' hash compiled
-//! in is theirs. After an edit under `ebpf/` (or the shared types in `common/`), a plain
+//! in is theirs. Here, not among dataplane's tests: those run inside the VM guests, which
+//! carry the test binaries and no source tree. After an edit under `ebpf/` (or the shared types in `common/`), a plain
 //! `cargo test` reruns the build script, which rebuilds the object where the eBPF toolchain
 //! is installed and refuses a stale one where it is not; so this holds after any edit.
 use std::path::{Path, PathBuf};
 
-include!("../ebpf_sources.rs");
+include!("../../dataplane/ebpf_sources.rs");
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
