@@ -341,42 +341,50 @@ pub fn judge_all(run: &RunDoc, proto: Proto, skip: &[ArmName]) -> Vec<Judged> {
         .collect()
 }
 
-/// Untuned with its observer against untuned with no BPF, judged alone: what observing cost.
-pub fn observer_cost(run: &RunDoc, proto: Proto) -> Option<Judged> {
+/// What observing cost, judged like any arm: each observed untuned arm (one per observer
+/// variant; usually just `none`) against untuned with no BPF, corrected for their count.
+pub fn observer_costs(run: &RunDoc, proto: Proto) -> Vec<Judged> {
     let nobpf = rxsteer_records::run::NO_BPF_ARM;
-    let p = pairs_to(run, ArmName::UNTUNED, nobpf, proto);
-    (!p.is_empty()).then(|| {
-        judge(
-            ArmName::UNTUNED,
-            &p,
-            look_alpha(family_alpha(run), run.sequential.as_ref(), 1),
-        )
-    })
+    let (arms, _) = run.dims();
+    let observed: Vec<ArmName> = arms
+        .into_iter()
+        .filter(|a| a.mode.is_baseline() && *a != nobpf)
+        .collect();
+    let alpha = look_alpha(family_alpha(run), run.sequential.as_ref(), observed.len());
+    observed
+        .into_iter()
+        .filter_map(|a| {
+            let p = pairs_to(run, a, nobpf, proto);
+            (!p.is_empty()).then(|| judge(a, &p, alpha))
+        })
+        .collect()
+}
+
+/// [`observer_costs`] of plain untuned, the arm every ratio is taken to.
+pub fn observer_cost(run: &RunDoc, proto: Proto) -> Option<Judged> {
+    observer_costs(run, proto)
+        .into_iter()
+        .find(|j| j.arm == ArmName::UNTUNED)
 }
 
 /// The loads a `--reps auto` run still needs: per protocol, the arms not yet settled (the
 /// observer's cost included where the run measures it). Below the first look every arm is
 /// unsettled.
 pub fn unsettled(run: &RunDoc) -> Vec<(ArmName, Proto)> {
-    let first = run.sequential.as_ref().map_or(MIN_REPS, |s| s.min);
+    let first = run.sequential.as_ref().map_or(MIN_REPS, |s| s.min) as usize;
+    let settled = |j: &Judged| j.reps >= first && j.verdict.settled();
     let (arms, protos) = run.dims();
     let mut open = Vec::new();
     for &p in &protos {
         let judged = judge_all(run, p, &[]);
         for a in weighed(run) {
-            let n = pairs(run, a, p).len() as u32;
-            let settled = n >= first && judged.iter().any(|j| j.arm == a && j.verdict.settled());
-            if !settled {
+            if !judged.iter().any(|j| j.arm == a && settled(j)) {
                 open.push((a, p));
             }
         }
-        if arms.contains(&rxsteer_records::run::NO_BPF_ARM) {
-            let n = pairs_to(run, ArmName::UNTUNED, rxsteer_records::run::NO_BPF_ARM, p).len();
-            let settled =
-                n as u32 >= first && observer_cost(run, p).is_some_and(|j| j.verdict.settled());
-            if !settled {
-                open.push((rxsteer_records::run::NO_BPF_ARM, p));
-            }
+        let nobpf = rxsteer_records::run::NO_BPF_ARM;
+        if arms.contains(&nobpf) && !observer_cost(run, p).is_some_and(|j| settled(&j)) {
+            open.push((nobpf, p));
         }
     }
     open

@@ -5,7 +5,10 @@ use std::fmt::Write;
 
 use rxsteer_records::{Proto, RunDoc};
 
-use crate::decide::{Judged, Verdict};
+use crate::{
+    decide::{Judged, Verdict},
+    svg::esc,
+};
 
 const W: f64 = 760.0;
 const LEFT: f64 = 170.0;
@@ -15,12 +18,6 @@ const TOP: f64 = 44.0;
 
 pub fn file(p: Proto) -> String {
     format!("forest-{}.svg", p.as_str())
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn colour(v: &Verdict) -> &'static str {

@@ -621,25 +621,10 @@ fn observer_section(
     }
     writeln!(o)?;
     crate::observer::program_cost_table(o, run, arms, protos)?;
-    // What observing cost, judged like any arm: each observed untuned against no BPF, with
-    // its interval, corrected for the untuned arms compared.
-    let observed: Vec<ArmName> = arms
-        .iter()
-        .filter(|a| is_untuned(a) && **a != NO_BPF_ARM)
-        .copied()
-        .collect();
-    let alpha = crate::decide::look_alpha(
-        crate::decide::family_alpha(run),
-        run.sequential.as_ref(),
-        observed.len(),
-    );
+    // What observing cost, judged like any arm (crate::decide::observer_costs).
     for &p in protos {
-        for &a in &observed {
-            let pairs = crate::decide::pairs_to(run, a, NO_BPF_ARM, p);
-            let Some(first) = pairs.first() else {
-                continue;
-            };
-            let j = crate::decide::judge(a, &pairs, alpha);
+        for j in crate::decide::observer_costs(run, p) {
+            let a = j.arm;
             match &j.estimate {
                 Some(e) => writeln!(
                     o,
@@ -652,14 +637,17 @@ fn observer_section(
                     j.verdict.said(),
                     crate::observer::agreement(run, a, p, (e.lo, e.hi))
                 )?,
-                None => writeln!(
-                    o,
-                    "- **Observer cost, {}:** {} served {:.2}x the req/s of untuned with no BPF in its one repetition: no interval.{}",
-                    p.label(),
-                    label(&a),
-                    first.ratio,
-                    crate::observer::agreement(run, a, p, (first.ratio, first.ratio))
-                )?,
+                None => {
+                    // One repetition: its one ratio (there is one, or it would not be judged).
+                    let ratio = run.ratios_to(a, NO_BPF_ARM, p).first().copied().unwrap_or(1.0);
+                    writeln!(
+                        o,
+                        "- **Observer cost, {}:** {} served {ratio:.2}x the req/s of untuned with no BPF in its one repetition: no interval.{}",
+                        p.label(),
+                        label(&a),
+                        crate::observer::agreement(run, a, p, (ratio, ratio))
+                    )?
+                }
             }
         }
     }

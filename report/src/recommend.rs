@@ -203,61 +203,16 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
         .collect();
     let judged = decide::judge_all(run, proto, &left_out);
     let n = reps_judged(&judged);
-    let too_few = n < MIN_REPS as usize;
     let best = judged
         .iter()
         .filter(|j| j.verdict == Verdict::Better)
         .filter_map(|j| Some((j, j.estimate.as_ref()?)))
         .filter(|(_, e)| e.ratio >= MIN_GAIN)
         .max_by(|a, b| a.1.ratio.total_cmp(&b.1.ratio));
-    let others = |except: Option<ArmName>| -> Vec<String> {
-        judged
-            .iter()
-            .filter(|j| Some(j.arm) != except)
-            .map(|j| format!("{}: {}", j.said(), j.verdict.said()))
-            .collect()
-    };
     let (arm, verdict, command) = match best {
-        _ if too_few => {
-            reasons.insert(
-                0,
-                match &run.sequential {
-                    Some(s) => format!(
-                        "{n} repetitions: a verdict needs at least {MIN_REPS}, and {}; a \
-                         larger --budget gives more",
-                        s.ended.said()
-                    ),
-                    None => format!(
-                        "{n} repetitions: a verdict needs at least {MIN_REPS} (--reps auto, \
-                         the default, runs until each arm is settled)"
-                    ),
-                },
-            );
-            // The intervals so far are in the line itself: what the repetitions showed, and
-            // that it is not yet an answer.
-            let so_far: Vec<String> = judged
-                .iter()
-                .filter(|j| j.estimate.is_some())
-                .map(Judged::said)
-                .collect();
-            let mut line = format!("too few repetitions to decide ({n})");
-            if !so_far.is_empty() {
-                line.push_str(&format!(": so far {}", so_far.join("; ")));
-            }
-            (None, line, None)
-        }
+        _ if n < MIN_REPS as usize => (None, too_few(run, &judged, n, &mut reasons), None),
         Some((j, e)) => {
-            let line = format!(
-                "deploy {}: {:.2}x untuned ({} CI {:.2}-{:.2}, {} of {} repetitions higher)",
-                j.arm.label(),
-                e.ratio,
-                decide::confidence_said(run),
-                e.lo,
-                e.hi,
-                e.higher,
-                e.n
-            );
-            reasons.extend(others(Some(j.arm)));
+            reasons.extend(others(&judged, Some(j.arm)));
             let rows = run.of(j.arm, proto);
             reasons.extend(limit(&rows));
             // What keeping it in place takes beyond the command.
@@ -265,60 +220,128 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
             if !needs.is_empty() {
                 reasons.push(format!("it needs {}", needs.join(" and ")));
             }
-            (Some(j.arm), line, command(run, j.arm, &rows))
-        }
-        None if !judged.is_empty() && judged.iter().all(|j| j.verdict.settled()) => {
-            let small: Vec<&Judged> = judged
-                .iter()
-                .filter(|j| j.verdict == Verdict::Better)
-                .collect();
-            reasons.extend(small.iter().map(|j| {
-                format!(
-                    "{}: better, but under the {:.0} % worth deploying",
-                    j.said(),
-                    (MIN_GAIN - 1.0) * 100.0
-                )
-            }));
-            reasons.extend(
-                judged
-                    .iter()
-                    .filter(|j| j.verdict != Verdict::Better)
-                    .map(|j| format!("{}: {}", j.said(), j.verdict.said())),
-            );
             (
-                None,
-                format!(
-                    "keep untuned: no arm gains {:.0} % or more",
-                    (MIN_GAIN - 1.0) * 100.0
-                ),
-                None,
+                Some(j.arm),
+                deploy_line(run, j, e),
+                command(run, j.arm, &rows),
             )
         }
+        None if !judged.is_empty() && judged.iter().all(|j| j.verdict.settled()) => {
+            (None, keep_untuned(&judged, &mut reasons), None)
+        }
         None => {
-            let open: Vec<String> = judged
-                .iter()
-                .filter(|j| !j.verdict.settled())
-                .map(|j| match &j.verdict {
-                    Verdict::Undecided { more: Some(m) } => {
-                        format!("{}, about {m} more needed", j.said())
-                    }
-                    _ => j.said(),
-                })
-                .collect();
-            let settled: Vec<String> = judged
-                .iter()
-                .filter(|j| j.verdict.settled())
-                .map(|j| format!("{} {}", j.arm.label(), settled_said(j)))
-                .collect();
-            reasons.extend(others(None));
-            let mut line = format!("undecided after {n} repetitions: {}", open.join("; "));
-            if !settled.is_empty() {
-                line.push_str(&format!("; {}", settled.join("; ")));
-            }
-            (None, line, None)
+            reasons.extend(others(&judged, None));
+            (None, undecided_line(&judged, n), None)
         }
     };
-    let untuned_rows = run.of(untuned, proto);
+    reasons.extend(run_reasons(run, proto));
+    answer(arm, verdict, reasons, command, judged)
+}
+
+/// Every judged arm but `except`, with its interval and verdict.
+fn others(judged: &[Judged], except: Option<ArmName>) -> Vec<String> {
+    judged
+        .iter()
+        .filter(|j| Some(j.arm) != except)
+        .map(|j| format!("{}: {}", j.said(), j.verdict.said()))
+        .collect()
+}
+
+/// "too few repetitions to decide (3): so far ...": the intervals so far are in the line
+/// itself, what the repetitions showed and that it is not yet an answer; why first among
+/// the reasons.
+fn too_few(run: &RunDoc, judged: &[Judged], n: usize, reasons: &mut Vec<String>) -> String {
+    reasons.insert(
+        0,
+        match &run.sequential {
+            Some(s) => format!(
+                "{n} repetitions: a verdict needs at least {MIN_REPS}, and {}; a larger \
+                 --budget gives more",
+                s.ended.said()
+            ),
+            None => format!(
+                "{n} repetitions: a verdict needs at least {MIN_REPS} (--reps auto, the \
+                 default, runs until each arm is settled)"
+            ),
+        },
+    );
+    let so_far: Vec<String> = judged
+        .iter()
+        .filter(|j| j.estimate.is_some())
+        .map(Judged::said)
+        .collect();
+    let mut line = format!("too few repetitions to decide ({n})");
+    if !so_far.is_empty() {
+        line.push_str(&format!(": so far {}", so_far.join("; ")));
+    }
+    line
+}
+
+/// "deploy RPS/RFS/XPS: 1.24x untuned (95 % CI 1.14-1.35, 7 of 7 repetitions higher)".
+fn deploy_line(run: &RunDoc, j: &Judged, e: &decide::Estimate) -> String {
+    format!(
+        "deploy {}: {:.2}x untuned ({} CI {:.2}-{:.2}, {} of {} repetitions higher)",
+        j.arm.label(),
+        e.ratio,
+        decide::confidence_said(run),
+        e.lo,
+        e.hi,
+        e.higher,
+        e.n
+    )
+}
+
+/// Every arm settled and none worth deploying: the small gains and the rest, said.
+fn keep_untuned(judged: &[Judged], reasons: &mut Vec<String>) -> String {
+    let gain = (MIN_GAIN - 1.0) * 100.0;
+    reasons.extend(
+        judged
+            .iter()
+            .filter(|j| j.verdict == Verdict::Better)
+            .map(|j| {
+                format!(
+                    "{}: better, but under the {gain:.0} % worth deploying",
+                    j.said()
+                )
+            }),
+    );
+    reasons.extend(
+        judged
+            .iter()
+            .filter(|j| j.verdict != Verdict::Better)
+            .map(|j| format!("{}: {}", j.said(), j.verdict.said())),
+    );
+    format!("keep untuned: no arm gains {gain:.0} % or more")
+}
+
+/// "undecided after 9 repetitions: RPS 1.16x (0.96-1.39, ...), about 15 more needed; XDP
+/// cpumap worse, 0.68x (0.57-0.81)": the open arms first, then the settled ones.
+fn undecided_line(judged: &[Judged], n: usize) -> String {
+    let open: Vec<String> = judged
+        .iter()
+        .filter(|j| !j.verdict.settled())
+        .map(|j| match &j.verdict {
+            Verdict::Undecided { more: Some(m) } => format!("{}, about {m} more needed", j.said()),
+            _ => j.said(),
+        })
+        .collect();
+    let settled: Vec<String> = judged
+        .iter()
+        .filter(|j| j.verdict.settled())
+        .map(|j| format!("{} {}", j.arm.label(), settled_said(j)))
+        .collect();
+    let mut line = format!("undecided after {n} repetitions: {}", open.join("; "));
+    if !settled.is_empty() {
+        line.push_str(&format!("; {}", settled.join("; ")));
+    }
+    line
+}
+
+/// What every answer of the run says besides its arms: how often untuned was loader-bound,
+/// how the repetitions were looked at, an early end, the observer's cost, arms not run.
+fn run_reasons(run: &RunDoc, proto: Proto) -> Vec<String> {
+    let mut reasons = Vec::new();
+    let untuned_rows = run.of(ArmName::UNTUNED, proto);
     let capped = untuned_rows
         .iter()
         .filter(|r| {
@@ -356,7 +379,7 @@ pub fn recommend(run: &RunDoc, proto: Proto) -> Recommendation {
             .iter()
             .map(|n| format!("{}: not run here, so not weighed: {}", n.arm.label(), n.why)),
     );
-    answer(arm, verdict, reasons, command, judged)
+    reasons
 }
 
 /// "worse, 0.68x (0.57-0.81)": a settled arm in the undecided line.

@@ -8,7 +8,8 @@ const COLORS: [&str; 6] = [
     "#6b7280", "#2563eb", "#dc2626", "#9ca3af", "#60a5fa", "#f87171",
 ];
 
-fn esc(s: &str) -> String {
+/// Text made safe inside SVG markup.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
