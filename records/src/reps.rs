@@ -37,3 +37,17 @@ impl Ended {
         }
     }
 }
+
+/// `--interleave`: how each repetition measured its arms. One continuous load per protocol
+/// and repetition, the arms switched in place under it one after another (rotated), a settle
+/// window after each switch dropped, then `window_s` measured, cut at the load's own live
+/// lines. Absent: every load had its own server and load generator (one arm per load).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interleaved {
+    /// Measured time of each arm's window, seconds.
+    pub window_s: f64,
+    /// Dropped after each switch, from the moment the arm was in place, seconds.
+    pub settle_s: f64,
+    /// The live lines' interval: the grain the windows are cut at, seconds.
+    pub live_interval_s: f64,
+}

@@ -319,6 +319,16 @@ pub struct Row {
     /// arm did not sustain. Absent: one closed-loop or fixed-rate load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::search::Search>,
+    /// An interleaved window (`--interleave`): how long the switch into this arm took under
+    /// the running load, from the previous arm's end to this one in place and checked, ms.
+    /// Absent: the load had its own server and load generator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_ms: Option<f64>,
+    /// An interleaved window: the span of the cycle's live lines it holds, in the load's own
+    /// seconds (`t_s` of the line before its first, `t_s` of its last), so the stored live
+    /// file shows what was measured and what settled around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_at: Option<[f64; 2]>,
     /// Why the load ended without figures: its loader failed (the server errored, closed
     /// every connection or fell over). Its req/s and latency are absent, no ratio is taken
     /// from it, and the run went on with the other loads. Absent: the load ran.
@@ -618,6 +628,10 @@ pub struct RunDoc {
     /// stopped. Absent: a fixed count, looked at once at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<crate::reps::Sequential>,
+    /// `--interleave`: every arm switched in place under one continuous load per protocol
+    /// and repetition. Absent: one arm per load, each with its own server and load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<crate::reps::Interleaved>,
     /// `--confidence` where it was not the default 0.95.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,

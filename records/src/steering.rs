@@ -98,6 +98,13 @@ impl ServerHelp {
 }
 
 impl Steering {
+    /// Whether the mode can be put in place and taken down under a running server and load
+    /// (a mask, a sysctl, a program attached): what `compare --interleave` alternates. One that
+    /// asks something of the server itself needs the server restarted.
+    pub fn switches_in_place(&self) -> bool {
+        self.server == ServerHelp::Nothing
+    }
+
     /// Everything keeping the mode in place takes beyond its command, in phrases: what it
     /// needs of the place, and what it asks of the server.
     pub fn needs_said(&self) -> Vec<String> {

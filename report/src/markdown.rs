@@ -282,15 +282,26 @@ fn where_it_ran(run: &RunDoc, setup: &rxsteer_records::run::Setup) -> String {
 fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
     let setup = run.setup.clone().unwrap_or_default();
     let where_ = where_it_ran(run, &setup);
-    let load = match &run.search {
-        Some(s) => format!(
+    let load = match (&run.interleaved, &run.search) {
+        (Some(i), _) => format!(
+            "**interleaved**: one server for the whole run and, per protocol and repetition, one \
+             continuous load under which every arm was switched in place in turn (order \
+             rotated), {} s dropped after each switch once the arm was in place, then {} s \
+             measured, cut at the load's {} s live lines (a window's p99 is the highest of its \
+             lines', its p99.9 is not known); {}",
+            i.settle_s,
+            i.window_s,
+            i.live_interval_s,
+            switch_times(run)
+        ),
+        (None, Some(s)) => format!(
             "a capacity search per load (open-loop steps of {} s after {} s of warm-up, rates {} to {} req/s)",
             s.step_s,
             s.step_warmup_s,
             rxsteer_records::breakdown::rate_text(s.rates[0]),
             rxsteer_records::breakdown::rate_text(s.rates[1])
         ),
-        None => format!(
+        (None, None) => format!(
             "{} s measured per load{}",
             run.seconds,
             // Runs stored before the warm-up was recorded leave it out rather than print null.
@@ -337,6 +348,38 @@ fn setup_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How long switching into each arm took under the running load (median and range over its
+/// windows), as an interleaved run measured it.
+fn switch_times(run: &RunDoc) -> String {
+    let mut per_arm: Vec<(rxsteer_records::run::ArmName, Vec<f64>)> = Vec::new();
+    for r in &run.runs {
+        let Some(ms) = r.switch_ms else { continue };
+        match per_arm.iter_mut().find(|(a, _)| *a == r.arm()) {
+            Some((_, v)) => v.push(ms),
+            None => per_arm.push((r.arm(), vec![ms])),
+        }
+    }
+    if per_arm.is_empty() {
+        return "no switch was measured".to_string();
+    }
+    let each: Vec<String> = per_arm
+        .iter()
+        .map(|(a, v)| {
+            let (lo, hi) = rxsteer_records::run::range(v);
+            format!(
+                "{} {:.0} ms ({lo:.0}-{hi:.0})",
+                a.label(),
+                rxsteer_records::run::median(v)
+            )
+        })
+        .collect();
+    format!(
+        "a switch (the previous arm taken down, this one put in place and checked) took, median \
+         and range: {}",
+        each.join(", ")
+    )
 }
 
 /// The notes a reader must see before any figure: a small machine, an older lab, an open

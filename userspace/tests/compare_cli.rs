@@ -509,6 +509,26 @@ fn one_mode_one_protocol_and_bad_flags_named() {
             "--loader-io uring: rxload's io_uring engine has no open loop",
             checked,
         ),
+        (
+            vec!["--interleave"],
+            "--interleave: a capacity search is a sequence of rates",
+            checked,
+        ),
+        (
+            vec!["--window", "1s"],
+            "the following required arguments were not provided",
+            parser,
+        ),
+        (
+            vec!["--interleave", "--closed", "-d", "2s", "--window", "1s"],
+            "the argument '--duration <DURATION>' cannot be used with '--window <WINDOW>'",
+            parser,
+        ),
+        (
+            vec!["--interleave", "--closed", "--window", "50ms"],
+            "\"50ms\" is outside 200ms..=1h",
+            parser,
+        ),
         (vec!["--loader", "ftp://x"], "--loader \"ftp://x\"", parser),
         (
             vec!["--loader", "external"],
@@ -624,6 +644,103 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
         "the kernel skips GRO, so every frame reaches the stack as its own skb",
         "## What limited each load",
         "**XDP cpumap (skb) over HTTP/1.1.**",
+    ] {
+        assert!(report.contains(needle), "{needle}: {report}");
+    }
+    assert_eq!(common::host_state(), before, "the host is left as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// --interleave: one server, one load per protocol and repetition, the arms switched in place
+/// under it. Each arm's window is cut from the stored live lines (its requests are theirs),
+/// every switch is timed and the kernel checked after it (cpumap's program on the interface
+/// only in its own window), busy poll (which restarts the server) is left out and said, and
+/// the host is left as found.
+#[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
+fn interleaved_arms_switch_under_one_load_each_window_cut_from_its_live_lines() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir = std::env::temp_dir().join(format!("rxsteer-compare-il-{}", std::process::id()));
+    let (run, _, err) = compare(
+        &[
+            "--interleave",
+            "--closed",
+            "--steer",
+            "none,rps,cpumap,busy-poll",
+            "--window",
+            "500ms",
+            "--settle",
+            "500ms",
+            "--warmup",
+            "500ms",
+            "--reps",
+            "2",
+            "-c",
+            "4",
+        ],
+        &out_dir,
+    );
+    assert!(err.contains("--steer busy-poll: not run here"), "{err}");
+    assert!(err.contains("without --interleave"), "{err}");
+    assert_eq!(run["not_run"][0]["arm"], "busy-poll", "{}", run["not_run"]);
+    assert_eq!(
+        run["interleaved"]["window_s"], 0.5,
+        "{}",
+        run["interleaved"]
+    );
+    let rows = run["runs"].as_array().unwrap();
+    // 4 arms (untuned with no BPF among them) x 2 protocols x 2 repetitions, rotated.
+    assert_eq!(rows.len(), 16, "{rows:?}");
+    let arms_of = |rep: u64, proto: &str| -> Vec<&str> {
+        rows.iter()
+            .filter(|r| r["rep"] == rep && r["proto"] == proto)
+            .map(|r| r["arm"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(arms_of(0, "http"), ["none", "rps", "cpumap", "none-nobpf"]);
+    assert_eq!(arms_of(1, "zap"), ["rps", "cpumap", "none-nobpf", "none"]);
+    for r in rows {
+        assert!(r["failed"].is_null(), "{r}");
+        assert_eq!(r["error_total"], 0, "{r}");
+        assert!(r["switch_ms"].as_f64().unwrap() > 0.0, "{r}");
+        // The window's requests are exactly those of its live lines in the stored file.
+        let [from, to] = [0, 1].map(|i| r["window_at"][i].as_f64().unwrap());
+        assert!(to - from >= 0.4 && to - from <= 0.8, "{r}");
+        let live = std::fs::read_to_string(out_dir.join(format!(
+            "live-cycle-{}-rep{}.jsonl",
+            r["proto"].as_str().unwrap(),
+            r["rep"]
+        )))
+        .unwrap();
+        let mut prev = None;
+        let mut counted = 0.0;
+        for l in live
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        {
+            let t = l["t_s"].as_f64().unwrap();
+            if t > from + 1e-9 && t <= to + 1e-9 {
+                counted += l["req_per_s"].as_f64().unwrap() * (t - prev.unwrap_or(from));
+            }
+            prev = Some(t);
+        }
+        let requests = r["requests"].as_f64().unwrap();
+        assert!(requests > 50.0, "{r}");
+        assert!(
+            (requests - counted).abs() <= 1.0,
+            "{requests} vs {counted}: {r}"
+        );
+        // What the kernel showed after the switch: the XDP program in cpumap's window only.
+        let xdp = &r["attached"]["xdp"];
+        assert_eq!(xdp.is_null(), r["mode"] != "cpumap", "{r}");
+        assert!(r["receive_ms_per_s"].as_array().unwrap().len() >= 2, "{r}");
+    }
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for needle in [
+        "**interleaved**: one server for the whole run",
+        "a switch (the previous arm taken down, this one put in place and checked) took",
+        "XDP cpumap",
     ] {
         assert!(report.contains(needle), "{needle}: {report}");
     }

@@ -165,6 +165,20 @@ pub struct CompareArgs {
     /// Measured time per load (e.g. 5s, 500ms; a bare number is seconds), 200ms to 1h.
     #[arg(long, short = 'd', default_value = "5s", value_parser = parse_measured)]
     pub duration: Duration,
+    /// Alternate the arms in short windows under one continuous load per protocol and
+    /// repetition (A s B s C s, s: a settle window after each switch, dropped), instead of
+    /// one load per arm with its own server: drift between arms cancels (0.18x the time for
+    /// the same standard error in the stored A/A run). Every arm must switch in place under
+    /// a running server (busy poll, which restarts the server, is left out and said); needs
+    /// --closed or --rate (a capacity search is a sequence of rates) and one rxload of ours.
+    #[arg(long)]
+    pub interleave: bool,
+    /// With --interleave: each arm's measured window per repetition (200ms to 1h).
+    #[arg(long, default_value = "1s", value_parser = parse_measured, requires = "interleave", conflicts_with = "duration")]
+    pub window: Duration,
+    /// With --interleave: dropped after each switch, from the moment the arm is in place.
+    #[arg(long, default_value = "1s", value_parser = parse_seconds, requires = "interleave")]
+    pub settle: Duration,
     /// Warm-up before each load's measured window (excluded from every figure).
     #[arg(long, default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
@@ -409,7 +423,31 @@ impl CompareArgs {
         })
     }
 
+    /// `--interleave` as run.json keeps it.
+    pub fn interleaved(&self) -> Option<rxsteer_records::reps::Interleaved> {
+        self.interleave.then(|| rxsteer_records::reps::Interleaved {
+            window_s: self.window.as_secs_f64(),
+            settle_s: self.settle.as_secs_f64(),
+            live_interval_s: super::interleave::live_interval(self.window).as_secs_f64(),
+        })
+    }
+
     pub fn check(&self) -> Result<()> {
+        if self.interleave {
+            if self.searches() {
+                bail!(
+                    "--interleave: a capacity search is a sequence of rates and cannot be cut into \
+                     windows; add --closed or --rate R"
+                );
+            }
+            let ssh = load::ssh_dests(&self.loader)?.len();
+            if self.loader.iter().any(|l| matches!(l, LoaderArg::External)) || ssh > 1 {
+                bail!(
+                    "--interleave: the windows are cut from one rxload's live lines; give one \
+                     loader (the lab's, local, netns:NAME or one ssh://)"
+                );
+            }
+        }
         if self.iface.is_none()
             && (!self.loader.is_empty() || self.target_ip.is_some() || self.ssh_config.is_some())
         {

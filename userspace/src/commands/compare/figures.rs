@@ -215,6 +215,8 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         softnet_dropped: f.softnet_dropped,
         steer_fallback: f.steer_fallback,
         search: None,
+        switch_ms: None,
+        window_at: None,
         failed: None,
         bpf,
     }

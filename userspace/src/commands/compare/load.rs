@@ -107,6 +107,9 @@ pub struct LoadSpec<'a> {
     pub target_ip: &'a str,
     /// File-name stem of this load's files (`<mode>-<proto>-rep<N>`).
     pub base: String,
+    /// rxload's live interval where the caller cuts windows of its own from the live lines
+    /// (`--interleave`); None: [`live_interval`] of the warm-up and measured time.
+    pub live_every: Option<Duration>,
     /// rxload's --json, --hgrm and --live files, here.
     pub json: PathBuf,
     pub hgrm: PathBuf,
@@ -150,7 +153,9 @@ impl LoadSpec<'_> {
             // Samples are tagged measured from the first measured live line on: a short
             // window (a search step) needs lines closer together than 500 ms.
             "--live-interval".into(),
-            ms(live_interval(self.warmup, self.measure)),
+            ms(self
+                .live_every
+                .unwrap_or_else(|| live_interval(self.warmup, self.measure))),
             // The comparison records every error by kind and judges the load itself; a
             // failed request must not abort the whole run.
             "--max-errors".into(),
@@ -373,7 +378,7 @@ fn loader_file(p: &Path, i: usize) -> PathBuf {
 }
 
 /// A child's stderr once it has exited, for an error message.
-fn stderr_of(child: &mut Child) -> String {
+pub(super) fn stderr_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut s = String::new();
     if let Some(mut e) = child.stderr.take() {

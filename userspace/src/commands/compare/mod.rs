@@ -7,6 +7,7 @@
 mod args;
 mod figures;
 mod gate;
+mod interleave;
 mod load;
 mod merge;
 mod screen;
@@ -90,7 +91,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         },
         Some(_) => crate::host::place()?,
     };
-    let planned = runnable(args.arms(), &place)?;
+    let planned = runnable(args.arms(), &place, args.interleave)?;
     let dir = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
@@ -140,7 +141,37 @@ fn measure(
     let mut plans = search::Plans::new(args.rates, args.p99.map(|d| d.as_micros() as u64));
     let mut reps = Repetitions::new(args);
     let mut incomplete = None;
+    // Interleaved: one server for the whole run, every arm switched in place under it.
+    let server = match args.interleave {
+        true => Some(session::Server::start(
+            &site,
+            args.server_io,
+            rxsteer_records::ServerHelp::Nothing,
+        )?),
+        false => None,
+    };
     'reps: while let Some(rep) = reps.next() {
+        if let Some(server) = &server {
+            for proto in args.protos() {
+                let arms: Vec<Arm> = rotated(&planned.arms, rep)
+                    .into_iter()
+                    .filter(|a| reps.runs(a, proto))
+                    .collect();
+                if arms.is_empty() {
+                    continue;
+                }
+                match run.cycle(rep, proto, &arms, server, &mut screen, &mut rows) {
+                    Ok(()) => {}
+                    Err(e) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                        incomplete = Some(format!("{e:#}"));
+                        break 'reps;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            screen.on_look(reps.look(&rows));
+            continue;
+        }
         for arm in rotated(&planned.arms, rep) {
             for proto in args.protos() {
                 if !reps.runs(&arm, proto) {
@@ -168,6 +199,9 @@ fn measure(
         screen.on_look(reps.look(&rows));
     }
     drop(screen);
+    if let Some(server) = server {
+        server.stop()?;
+    }
     if let (Some(why), true) = (&incomplete, rows.is_empty()) {
         // Stopped inside the first load: nothing measured to write.
         bail!("{why}");
@@ -284,10 +318,19 @@ impl Repetitions {
 
 /// The arms this place can run, and the rest with why not (each said in one line): a mode
 /// whose need is unmet here (RFS in the lab) is left out and the comparison goes on.
-fn runnable(asked: Vec<Arm>, place: &rxsteer_records::Place) -> Result<Planned> {
+fn runnable(asked: Vec<Arm>, place: &rxsteer_records::Place, interleave: bool) -> Result<Planned> {
     let (mut arms, mut not_run) = (Vec::new(), Vec::new());
     for arm in asked {
-        match arm.mode.refused_at(place) {
+        let restarts = interleave && !arm.mode.steering().switches_in_place();
+        let why = match arm.mode.refused_at(place) {
+            None if restarts => Some(format!(
+                "it needs {}: the server starts with it, and --interleave switches arms under \
+                 one running server; measure it without --interleave",
+                arm.mode.steering().server.phrase().unwrap_or_default()
+            )),
+            why => why,
+        };
+        match why {
             Some(why) => {
                 eprintln!("rxsteer compare: --steer {}: not run here: {why}", arm.mode);
                 not_run.push(rxsteer_records::run::NotRun {
@@ -508,6 +551,7 @@ impl Run<'_> {
             hgrm: dir.join(format!("latency-{}.hgrm", w.base)),
             live: dir.join(format!("live-{}.jsonl", w.base)),
             base: w.base.clone(),
+            live_every: None,
         };
         let mut children = self.loader.spawn(&spec)?;
         let mut tagged = Vec::new();
@@ -686,6 +730,7 @@ fn run_doc(
         reps: args.planned_reps(),
         sequential: args.sequential(),
         incomplete: None,
+        interleaved: args.interleaved(),
         confidence: args.confidence_stored(),
         caveat,
         loaded_machine: loaded,
@@ -848,7 +893,7 @@ mod tests {
             root_netns: false,
             backlog_threads: false,
         };
-        let planned = runnable(vec![arm(Mode::None), arm(Mode::Rfs)], &lab).unwrap();
+        let planned = runnable(vec![arm(Mode::None), arm(Mode::Rfs)], &lab, false).unwrap();
         assert_eq!(planned.arms.len(), 1);
         assert_eq!(planned.not_run.len(), 1);
         assert_eq!(planned.not_run[0].arm, arm(Mode::Rfs).key());
@@ -857,8 +902,22 @@ mod tests {
             root_netns: true,
             ..lab
         };
-        assert_eq!(runnable(vec![arm(Mode::Rfs)], &host).unwrap().arms.len(), 1);
-        let none = runnable(vec![arm(Mode::Rfs)], &lab)
+        assert_eq!(
+            runnable(vec![arm(Mode::Rfs)], &host, false)
+                .unwrap()
+                .arms
+                .len(),
+            1
+        );
+        // Interleaved, an arm that restarts the server is left out, said why.
+        let planned = runnable(vec![arm(Mode::None), arm(Mode::BusyPoll)], &host, true).unwrap();
+        assert_eq!(planned.arms, [arm(Mode::None)]);
+        assert!(
+            planned.not_run[0].why.contains("without --interleave"),
+            "{}",
+            planned.not_run[0].why
+        );
+        let none = runnable(vec![arm(Mode::Rfs)], &lab, false)
             .map(|_| ())
             .unwrap_err();
         assert!(none.to_string().contains("no arm asked for can run here"));

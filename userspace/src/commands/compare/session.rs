@@ -1,7 +1,8 @@
-//! One steering mode in place for the time of one protocol's load: `rxsteer attach --steer MODE` (which
+//! The children a load runs beside: the arm's steering (`rxsteer attach --steer MODE`, which
 //! applies the mode, observes, and reverts on SIGTERM) and `rxsteer serve` (both transports),
-//! each a child process in the server's namespace. A reader thread turns attach's JSON lines
-//! into samples for the watcher.
+//! each in the server's namespace. A load of its own starts both ([`ModeSession`]); an
+//! interleaved repetition keeps one server and switches the steering under it. A reader
+//! thread turns attach's JSON lines into samples for the watcher.
 use anyhow::{bail, Context, Result};
 use std::{
     io::{BufRead, BufReader},
@@ -60,24 +61,22 @@ fn attach_args(
     args
 }
 
-pub struct ModeSession {
+/// One arm's steering in place and observed: `rxsteer attach`, in the server's namespace,
+/// its JSON lines read into samples.
+pub struct Steering {
     attach: Child,
-    serve: Child,
     pub samples: mpsc::Receiver<SampleLine>,
 }
 
-impl ModeSession {
-    /// cpumap steers only `proto`'s class: the service CPU sets must be disjoint, and only
-    /// that protocol's load runs in this session.
+impl Steering {
+    /// cpumap steers only `proto`'s class: only that protocol's load runs under it.
     pub fn start(
         site: &Site,
         arm: Arm,
         proto: Proto,
         interval: Duration,
-        server_io: ServerIo,
         watch: Watch,
     ) -> Result<Self> {
-        let mode = arm.mode;
         let me = std::env::current_exe()?;
         let args = attach_args(
             &site.server_dev,
@@ -97,16 +96,46 @@ impl ModeSession {
         if let Err(e) = child::wait_for(&mut attach, "observing") {
             let _ = attach.kill();
             let _ = attach.wait();
-            return Err(e.context(format!("rxsteer attach --steer {}", mode.as_str())));
+            return Err(e.context(format!("rxsteer attach --steer {}", arm.mode.as_str())));
         }
         let samples = spawn_reader(&mut attach)?;
+        Ok(Self { attach, samples })
+    }
+
+    /// Stops attach, which reverts the mode, and checks it ended cleanly.
+    pub fn stop(mut self) -> Result<()> {
+        let attached = child::terminate(&mut self.attach);
+        if !attached.success() {
+            bail!("rxsteer attach exited with {attached} (the mode may not be reverted: run `rxsteer restore`)");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Steering {
+    /// On any early exit (error, the user's q) attach still stops and reverts.
+    fn drop(&mut self) {
+        if self.attach.try_wait().ok().flatten().is_none() {
+            child::terminate(&mut self.attach);
+        }
+    }
+}
+
+/// `rxsteer serve`, both transports, in the server's namespace on the server CPUs.
+pub struct Server {
+    serve: Child,
+}
+
+impl Server {
+    /// `help`: what the arm asks of the server itself (busy polling).
+    pub fn start(site: &Site, server_io: ServerIo, help: ServerHelp) -> Result<Self> {
+        let me = std::env::current_exe()?;
         // Every protocol on its port: `--listen http=IP:8080 --listen zap=IP:9653`.
         let listen = Proto::ALL.iter().flat_map(|p| {
             let addr = format!("{p}={}:{}", site.bind_ip, p.spec().port);
             ["--listen".to_string(), addr]
         });
-        // What the arm asks of the server itself (busy polling).
-        let help = match mode.steering().server {
+        let help = match help {
             ServerHelp::Nothing => vec![],
             ServerHelp::BusyPoll { usecs } => vec!["--busy-poll".to_string(), usecs.to_string()],
         };
@@ -119,36 +148,22 @@ impl ModeSession {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .spawn();
-        let serve = match serve {
-            Ok(s) => s,
-            Err(e) => {
-                child::terminate(&mut attach);
-                return Err(anyhow::Error::from(e).context("starting rxsteer serve"));
-            }
-        };
-        // From here on, Drop stops both children whatever fails.
-        let mut session = Self {
-            attach,
-            serve,
-            samples,
-        };
-        child::wait_for(&mut session.serve, "ZAP on").context("rxsteer serve")?;
-        Ok(session)
+            .spawn()
+            .context("starting rxsteer serve")?;
+        // From here on, Drop stops it whatever fails.
+        let mut server = Self { serve };
+        child::wait_for(&mut server.serve, "ZAP on").context("rxsteer serve")?;
+        Ok(server)
     }
 
     /// The server's pid (its CPU time is the server's share of each CPU).
-    pub fn serve_pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.serve.id()
     }
 
-    /// Stops the server, then attach (which reverts the mode), and checks both ended cleanly.
+    /// Stops the server and checks it ended cleanly.
     pub fn stop(mut self) -> Result<()> {
         let served = child::terminate(&mut self.serve);
-        let attached = child::terminate(&mut self.attach);
-        if !attached.success() {
-            bail!("rxsteer attach exited with {attached} (the mode may not be reverted: run `rxsteer restore`)");
-        }
         if !served.success() {
             bail!("rxsteer serve exited with {served}");
         }
@@ -156,14 +171,55 @@ impl ModeSession {
     }
 }
 
-impl Drop for ModeSession {
-    /// On any early exit (error, the user's q) the children still stop and revert.
+impl Drop for Server {
     fn drop(&mut self) {
-        for c in [&mut self.serve, &mut self.attach] {
-            if c.try_wait().ok().flatten().is_none() {
-                child::terminate(c);
-            }
+        if self.serve.try_wait().ok().flatten().is_none() {
+            child::terminate(&mut self.serve);
         }
+    }
+}
+
+/// One load's own arm and server: the steering first (so the server starts under it, as
+/// busy poll needs), then `rxsteer serve`.
+pub struct ModeSession {
+    steering: Steering,
+    server: Server,
+    pub samples: mpsc::Receiver<SampleLine>,
+}
+
+impl ModeSession {
+    pub fn start(
+        site: &Site,
+        arm: Arm,
+        proto: Proto,
+        interval: Duration,
+        server_io: ServerIo,
+        watch: Watch,
+    ) -> Result<Self> {
+        let mut steering = Steering::start(site, arm, proto, interval, watch)?;
+        let server = Server::start(site, server_io, arm.mode.steering().server)?;
+        // The samples move to the session; the steering keeps an empty channel.
+        let samples = std::mem::replace(&mut steering.samples, mpsc::channel().1);
+        Ok(Self {
+            steering,
+            server,
+            samples,
+        })
+    }
+
+    /// The server's pid (its CPU time is the server's share of each CPU).
+    pub fn serve_pid(&self) -> u32 {
+        self.server.pid()
+    }
+
+    /// Stops the server, then attach (which reverts the mode), and checks both ended cleanly.
+    pub fn stop(self) -> Result<()> {
+        let Self {
+            steering, server, ..
+        } = self;
+        let served = server.stop();
+        steering.stop()?;
+        served
     }
 }
 

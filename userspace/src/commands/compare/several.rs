@@ -1,5 +1,6 @@
-//! A comparison's flag that names one value of a concept, or with one more word several side
-//! by side (`--steer all`, `--proto both`, `--xdp-mode both`). The values are the concept's
+//! A comparison's flag that names one value of a concept, a list of them (`--steer
+//! none,rps,cpumap`), or with one more word several side by side (`--steer all`, `--proto
+//! both`, `--xdp-mode both`). The values are the concept's
 //! one enum (records' names); the extra word is the parser's, not a second enum's variant.
 use clap::{
     builder::{PossibleValue, PossibleValuesParser, TypedValueParser},
@@ -58,13 +59,27 @@ impl<T: ValueEnum + PartialEq + Clone + Send + Sync + 'static> TypedValueParser
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
     ) -> Result<Several<T>, clap::Error> {
-        // clap's own check first, so a wrong value gets clap's line with every accepted one.
-        let name = PossibleValuesParser::new(self.possible()).parse_ref(cmd, arg, value)?;
-        if name == self.word {
-            return Ok(Several(self.values.to_vec()));
+        // A list (`rps,cpumap`) is its values in the order given, each said once.
+        let mut all: Vec<T> = Vec::new();
+        for part in value.to_string_lossy().split(',') {
+            // clap's own check first, so a wrong value gets clap's line with every accepted one.
+            let name = PossibleValuesParser::new(self.possible()).parse_ref(
+                cmd,
+                arg,
+                std::ffi::OsStr::new(part),
+            )?;
+            let these = if name == self.word {
+                self.values.to_vec()
+            } else {
+                vec![T::from_str(&name, false).expect("a possible value is a value of T")]
+            };
+            for v in these {
+                if !all.contains(&v) {
+                    all.push(v);
+                }
+            }
         }
-        let one = T::from_str(&name, false).expect("a possible value is a value of T");
-        Ok(Several(vec![one]))
+        Ok(Several(all))
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
@@ -108,5 +123,9 @@ mod tests {
             "{off}"
         );
         assert!(parse(&["--steer", "fast"]).is_err());
+        let c = parse(&["--steer", "none,cpumap,rps,none"]).unwrap();
+        assert_eq!(c.steer.0, [Mode::None, Mode::Cpumap, Mode::Rps]);
+        let bad = parse(&["--steer", "rps,fast"]).unwrap_err().to_string();
+        assert!(bad.contains("invalid value 'fast' for '--steer"), "{bad}");
     }
 }

@@ -58,7 +58,7 @@ impl Clocks {
         }
     }
 
-    fn take(&mut self) -> ProcessNs {
+    pub fn take(&mut self) -> ProcessNs {
         ProcessNs {
             server: self.server.take(),
             loader: self.loader.take(),
@@ -75,14 +75,14 @@ pub enum Ended {
 }
 
 /// Reads whole lines appended to a file since the last call.
-struct Tail {
+pub struct Tail {
     path: std::path::PathBuf,
     pos: u64,
     partial: String,
 }
 
 impl Tail {
-    fn new(path: &Path) -> Self {
+    pub fn new(path: &Path) -> Self {
         Self {
             path: path.to_path_buf(),
             pos: 0,
@@ -90,7 +90,7 @@ impl Tail {
         }
     }
 
-    fn lines(&mut self) -> Vec<String> {
+    pub fn lines(&mut self) -> Vec<String> {
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return vec![];
         };
