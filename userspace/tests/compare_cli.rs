@@ -871,6 +871,68 @@ fn a_comparison_stopped_midway_still_writes_what_it_measured_marked_incomplete()
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// SIGTERM in the middle of an interleaved cycle (an arm switched in under the running load):
+/// the arm is taken down, the load and the one server stop, the lab goes, and what the whole
+/// cycles measured is still written, marked incomplete.
+#[test]
+#[ignore = "needs root: builds the veth lab and steers it"]
+fn an_interleaved_run_stopped_mid_cycle_is_restored_and_keeps_its_windows() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = common::host_state();
+    let out_dir =
+        std::env::temp_dir().join(format!("rxsteer-compare-ilstop-{}", std::process::id()));
+    let mut compare = Command::new(RXSTEER)
+        .args([
+            "compare",
+            "--force",
+            "--interleave",
+            "--closed",
+            "--proto",
+            "http",
+            "--steer",
+            "none,cpumap",
+            "--window",
+            "500ms",
+            "--settle",
+            "300ms",
+            "-c",
+            "4",
+            "--no-tui",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second cycle's load: the first cycle's windows are all in by then.
+    wait_measuring(
+        &out_dir.join("live-cycle-http-rep1.jsonl"),
+        "the second cycle",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    unsafe { libc::kill(compare.id() as i32, libc::SIGTERM) };
+    let status = compare.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut compare.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    assert!(run["incomplete"].is_string(), "{}", run["incomplete"]);
+    let first: Vec<&Value> = run["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["rep"] == 0)
+        .collect();
+    assert_eq!(
+        first.len(),
+        3,
+        "untuned, cpumap and no BPF of the first cycle: {first:?}"
+    );
+    assert_eq!(common::host_state(), before, "the host is as found");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 #[test]
 #[ignore = "needs root: builds the veth lab and steers it"]
 fn a_hang_up_ends_the_comparison_restored_with_nothing_left() {
