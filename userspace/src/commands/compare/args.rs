@@ -423,15 +423,6 @@ impl CompareArgs {
         })
     }
 
-    /// `--interleave` as run.json keeps it.
-    pub fn interleaved(&self) -> Option<rxsteer_records::reps::Interleaved> {
-        self.interleave.then(|| rxsteer_records::reps::Interleaved {
-            window_s: self.window.as_secs_f64(),
-            settle_s: self.settle.as_secs_f64(),
-            live_interval_s: super::interleave::live_interval(self.window).as_secs_f64(),
-        })
-    }
-
     pub fn check(&self) -> Result<()> {
         if self.interleave {
             if self.searches() {

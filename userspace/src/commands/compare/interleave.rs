@@ -42,6 +42,15 @@ pub fn live_interval(window: Duration) -> Duration {
     Duration::from_millis(i.as_millis() as u64).max(Duration::from_millis(50))
 }
 
+/// `--interleave` as run.json keeps it: None when the run was not interleaved.
+pub fn record(args: &super::CompareArgs) -> Option<rxsteer_records::reps::Interleaved> {
+    args.interleave.then(|| rxsteer_records::reps::Interleaved {
+        window_s: args.window.as_secs_f64(),
+        settle_s: args.settle.as_secs_f64(),
+        live_interval_s: live_interval(args.window).as_secs_f64(),
+    })
+}
+
 /// attach's sampling interval in a window: `--interval`, or the live lines' if shorter, so a
 /// window holds several samples.
 fn sample_interval(args: &super::CompareArgs) -> Duration {

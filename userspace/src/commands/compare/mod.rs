@@ -730,7 +730,7 @@ fn run_doc(
         reps: args.planned_reps(),
         sequential: args.sequential(),
         incomplete: None,
-        interleaved: args.interleaved(),
+        interleaved: interleave::record(args),
         confidence: args.confidence_stored(),
         caveat,
         loaded_machine: loaded,
