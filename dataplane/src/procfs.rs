@@ -55,11 +55,56 @@ pub fn nic_rx_packets(iface: &str) -> Option<u64> {
 }
 
 /// The interrupts the interface raised, by CPU id: the per-CPU counts of every numbered line
-/// of /proc/interrupts whose action is the interface (`eth0`) or one of its vectors
-/// (`eth0-rx-0`). Empty where it has none (a veth raises no interrupt).
+/// of /proc/interrupts that is one of its device's IRQs in sysfs ([`device_irqs`]), or whose
+/// action is the interface (`eth0`) or one of its vectors (`eth0-rx-0`). The IRQ numbers
+/// find the drivers that name their vectors after the device, not the interface
+/// (virtio-net's `virtio0-input.0`, mlx5's `mlx5_comp0@pci:...`). Empty where it has none
+/// (a veth raises no interrupt).
 pub fn nic_interrupts(iface: &str) -> Result<BTreeMap<u32, u64>> {
     let text = std::fs::read_to_string("/proc/interrupts").context("reading /proc/interrupts")?;
-    Ok(interrupts_of(&text, iface))
+    Ok(interrupts_of(&text, iface, &device_irqs(iface)))
+}
+
+/// The IRQ numbers sysfs lists for the interface's device: its MSI/MSI-X vectors
+/// (`device/msi_irqs/`, or its parent's, where the interface's device is a virtio device on
+/// a PCI function), else its legacy line (`device/irq`). Empty for a virtual interface and
+/// for a device that lists none (a platform device's lines are found by name only).
+pub fn device_irqs(iface: &str) -> Vec<u32> {
+    let dev = std::path::PathBuf::from(format!("/sys/class/net/{iface}/device"));
+    for dir in [dev.join("msi_irqs"), dev.join("../msi_irqs")] {
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            let mut irqs: Vec<u32> = entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect();
+            if !irqs.is_empty() {
+                irqs.sort_unstable();
+                return irqs;
+            }
+        }
+    }
+    std::fs::read_to_string(dev.join("irq"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|&irq: &u32| irq > 0)
+        .into_iter()
+        .collect()
+}
+
+/// One IRQ's count on each CPU, from `/sys/kernel/irq/N/per_cpu_count` (every possible CPU,
+/// in order): the kernel's count read another way than /proc/interrupts.
+pub fn irq_per_cpu_count(irq: u32) -> Result<BTreeMap<u32, u64>> {
+    let path = format!("/sys/kernel/irq/{irq}/per_cpu_count");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    text.trim()
+        .split(',')
+        .enumerate()
+        .map(|(cpu, n)| {
+            let n = n
+                .parse()
+                .with_context(|| format!("{path}: {n:?} is not a count"))?;
+            Ok((cpu as u32, n))
+        })
+        .collect()
 }
 
 /// The CPU ids of a /proc table's header line (`CPU0 CPU1 ...`): /proc/interrupts and
@@ -72,28 +117,26 @@ fn cpu_columns(header: Option<&str>) -> Vec<u32> {
         .collect()
 }
 
-fn interrupts_of(text: &str, iface: &str) -> BTreeMap<u32, u64> {
+fn interrupts_of(text: &str, iface: &str, device_irqs: &[u32]) -> BTreeMap<u32, u64> {
     let mut lines = text.lines();
     let cpus = cpu_columns(lines.next());
     let mut out: BTreeMap<u32, u64> = BTreeMap::new();
     for line in lines {
         let mut fields = line.split_whitespace();
         let Some(irq) = fields.next() else { continue };
-        if !irq
-            .trim_end_matches(':')
-            .chars()
-            .all(|c| c.is_ascii_digit())
-        {
-            continue; // NMI, LOC and the like: not a device's line.
-        }
+        // NMI, LOC and the like are no device's line.
+        let Ok(irq) = irq.trim_end_matches(':').parse::<u32>() else {
+            continue;
+        };
         let counts: Vec<u64> = fields
             .by_ref()
             .take(cpus.len())
             .map_while(|v| v.parse().ok())
             .collect();
-        let ours = fields
-            .flat_map(|f| f.split(','))
-            .any(|a| a == iface || a.strip_prefix(iface).is_some_and(|r| r.starts_with('-')));
+        let ours = device_irqs.contains(&irq)
+            || fields
+                .flat_map(|f| f.split(','))
+                .any(|a| a == iface || a.strip_prefix(iface).is_some_and(|r| r.starts_with('-')));
         if ours {
             for (&cpu, n) in cpus.iter().zip(counts) {
                 *out.entry(cpu).or_default() += n;
@@ -279,10 +322,25 @@ mod interrupt_lines {
 NMI:          0          0   Non-maskable interrupts
 LOC:       9000       8000   Local timer interrupts
 ";
-        let eth0 = interrupts_of(text, "eth0");
+        let eth0 = interrupts_of(text, "eth0", &[]);
         assert_eq!(eth0.into_iter().collect::<Vec<_>>(), [(0, 120), (1, 4000)]);
-        let eth1 = interrupts_of(text, "eth1");
+        let eth1 = interrupts_of(text, "eth1", &[]);
         assert_eq!(eth1.into_iter().collect::<Vec<_>>(), [(0, 10), (1, 400)]);
-        assert!(interrupts_of(text, "veth0").is_empty());
+        assert!(interrupts_of(text, "veth0", &[]).is_empty());
+    }
+
+    /// virtio-net names its vectors after the virtio device, not the interface: they are
+    /// found by the IRQ numbers sysfs lists for the device, and counted once each.
+    #[test]
+    fn a_devices_vectors_named_otherwise_are_found_by_their_numbers() {
+        let text = "           CPU0       CPU1
+ 24:          1          0   PCI-MSIX-0000:00:03.0   0-edge      virtio0-config
+ 25:        900         10   PCI-MSIX-0000:00:03.0   1-edge      virtio0-input.0
+ 26:          3         40   PCI-MSIX-0000:00:03.0   2-edge      virtio0-output.0
+ 27:          8          8   PCI-MSIX-0000:00:04.0   1-edge      virtio1-input.0
+";
+        assert!(interrupts_of(text, "eth0", &[]).is_empty());
+        let eth0 = interrupts_of(text, "eth0", &[24, 25, 26]);
+        assert_eq!(eth0.into_iter().collect::<Vec<_>>(), [(0, 904), (1, 50)]);
     }
 }

@@ -40,8 +40,8 @@ struct Snapshot {
     /// The interface's interrupts by CPU (empty where it raises none).
     nic_irqs: BTreeMap<u32, u64>,
     /// Our programs' run counts and times (None without BPF), and the moment they were
-    /// read: the last read of a snapshot, a few ms after `at` on a busy box, so a window
-    /// divided into their counts is timed from here.
+    /// read: the first read of a snapshot, so a window divided into their counts is timed
+    /// from here.
     programs: Option<Vec<ProgramRuns>>,
     programs_at: Instant,
 }
@@ -81,13 +81,17 @@ pub enum StatsSwitch {
     Unavailable(String),
 }
 
+/// The kernel's BPF run-time statistics, on while the descriptor is held (see
+/// [`StatsSwitch`]), or why the kernel keeps none.
+pub fn hold_run_time_stats() -> std::result::Result<OwnedFd, String> {
+    aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
+        format!("the kernel keeps no BPF run-time statistics here (BPF_ENABLE_STATS, 5.8+): {e}")
+    })
+}
+
 impl StatsSwitch {
     fn enable() -> std::result::Result<OwnedFd, String> {
-        aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
-            format!(
-                "the kernel keeps no BPF run-time statistics here (BPF_ENABLE_STATS, 5.8+): {e}"
-            )
-        })
+        hold_run_time_stats()
     }
 
     /// Tried once now, so a kernel without them is known (and said) from the first sample.
@@ -133,6 +137,20 @@ impl Sampler {
             prev,
             stats,
         })
+    }
+
+    /// The kernel's own prog-info counts of rxsteer's programs now (None without BPF): what
+    /// `rxsteer selftest`, holding the statistics on itself, compares the sampled figures with.
+    pub fn program_runs_now(&self) -> Result<Option<Vec<ProgramRuns>>> {
+        self.counters
+            .as_ref()
+            .map(Counters::program_runs)
+            .transpose()
+    }
+
+    /// The map handles back, for a sampler of another kind over the same programs.
+    pub fn into_counters(self) -> Option<Counters> {
+        self.counters
     }
 
     /// How long before each sample the statistics should be turned on (None: they need no
@@ -238,8 +256,12 @@ fn timed<T>(read: impl FnOnce() -> Result<T>) -> Result<(T, Instant)> {
 }
 
 fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
+    // The programs' counts first: a sampled window closes here, before the milliseconds of
+    // map and /proc reads below, whose own work on a busy CPU would otherwise fall inside
+    // the window and lengthen the runs it times.
+    let (programs, programs_at) = timed(|| c.map(Counters::program_runs).transpose())?;
     let at = Instant::now();
-    let rest = Snapshot {
+    Ok(Snapshot {
         at,
         rx: maps(c, Counters::rx)?,
         softirq: maps(c, Counters::softirq)?,
@@ -252,14 +274,8 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         stat: cputime::proc_stat()?,
         nic_rx_packets: procfs::nic_rx_packets(iface),
         nic_irqs: procfs::nic_interrupts(iface)?,
-        programs: None,
-        programs_at: at,
-    };
-    let (programs, programs_at) = timed(|| c.map(Counters::program_runs).transpose())?;
-    Ok(Snapshot {
         programs,
         programs_at,
-        ..rest
     })
 }
 

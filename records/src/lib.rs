@@ -12,6 +12,7 @@ pub mod reps;
 pub mod run;
 pub mod sample;
 pub mod search;
+pub mod selftest;
 pub mod steering;
 
 pub use live::LiveLine;

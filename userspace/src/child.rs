@@ -88,3 +88,26 @@ pub fn wait_for(child: &mut Child, needle: &str) -> Result<()> {
         }
     }
 }
+
+/// The rxload binary: beside this executable (cargo builds both into one folder).
+pub fn rxload_path() -> Result<std::path::PathBuf> {
+    let me = std::env::current_exe()?;
+    let p = me.with_file_name("rxload");
+    if !p.is_file() {
+        bail!(
+            "rxload not found beside {} (build it: cargo build --release -p rxload)",
+            me.display()
+        );
+    }
+    Ok(p)
+}
+
+/// A child's stderr once it has exited, for an error message.
+pub fn stderr_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut s);
+    }
+    s.trim().to_string()
+}

@@ -1,7 +1,7 @@
 //! rxsteer: where receive work lands on a Linux host, and what steering it buys.
 //!
 //! Two floors. `commands` holds one module per command (top, attach, tune, lab, serve,
-//! install, compare); no command imports another. Everything else is the machinery they
+//! install, compare, selftest); no command imports another. Everything else is the machinery they
 //! share (observe, view, host, iface, netns, child, ...), which imports no command. This file
 //! is the top: the command line and its dispatch. `tests/layers.rs` in xtask holds it.
 pub mod attach_args;
@@ -11,6 +11,7 @@ pub mod cpu_arg;
 pub mod host;
 pub mod iface;
 pub mod lab;
+pub mod machine;
 pub mod netns;
 pub mod observe;
 pub mod ports;
@@ -65,6 +66,10 @@ enum Cmd {
     Status(install::InstalledArgs),
     /// Stop, disable and remove what `install` wrote: the host as it was before install.
     Uninstall(install::InstalledArgs),
+    /// Check rxsteer's figures against the kernel's own counts on this box: in the lab under a
+    /// paced load of its own, or (--iface) watching live traffic only. Exit 1 when a figure is
+    /// outside its tolerance.
+    Selftest(commands::selftest::SelftestArgs),
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo, POST /upload). Needs no privileges.
     Serve(serve::ServeArgs),
 }
@@ -97,6 +102,7 @@ impl Cli {
             Cmd::Tune(cmd) => tune::run(&cmd),
             Cmd::Restore => tune::restore(),
             Cmd::Serve(args) => serve::run(&args),
+            Cmd::Selftest(args) => commands::selftest::run(&args),
             Cmd::Install(args) => install::install(&args),
             Cmd::Uninstall(args) => install::uninstall(&args),
             Cmd::Status(args) => install::status(&args).map(|in_place| {

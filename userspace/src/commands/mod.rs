@@ -4,6 +4,7 @@ pub mod attach;
 pub mod compare;
 pub mod install;
 pub mod lab;
+pub mod selftest;
 pub mod serve;
 pub mod top;
 pub mod tune;

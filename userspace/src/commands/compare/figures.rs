@@ -5,7 +5,7 @@ use anyhow::Result;
 use rxsteer_records::{
     bpf_cost::BpfCostOf,
     breakdown::{self, Claims, TimeSplit},
-    run::{imbalance, Build, Environment, Nic, Row},
+    run::{imbalance, Nic, Row},
     LoadResult, Phase, TcAttached,
 };
 use std::{io::Write, path::Path};
@@ -219,41 +219,6 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         window_at: None,
         failed: None,
         bpf,
-    }
-}
-
-/// The machine as the run found it: kernel, CPUs, load average.
-pub fn environment() -> Environment {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    let loadavg: Vec<f64> = read("/proc/loadavg")
-        .split_whitespace()
-        .take(3)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let online = rxsteer_tune::cpus::online_cpus().unwrap_or_default();
-    let cpu_model = read("/proc/cpuinfo")
-        .lines()
-        .find(|l| l.starts_with("model name") || l.starts_with("CPU part"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string());
-    Environment {
-        kernel: read("/proc/sys/kernel/osrelease"),
-        hostname: read("/proc/sys/kernel/hostname"),
-        cpu_model,
-        rxsteer: Build {
-            version: env!("CARGO_PKG_VERSION").into(),
-            git: env!("RXSTEER_GIT").into(),
-            ebpf_sources: Some(rxsteer_dataplane::EBPF_SOURCES.into()),
-        },
-        arch: std::env::consts::ARCH.into(),
-        online_cpus: online.len(),
-        loadavg,
-        at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cpu_kinds: rxsteer_tune::topology::of_this_machine(&online),
     }
 }
 

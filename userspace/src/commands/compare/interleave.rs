@@ -337,7 +337,7 @@ impl Run<'_> {
 fn load_gone(load: &mut [Child]) -> Result<Option<String>> {
     for c in load.iter_mut() {
         if let Some(status) = c.try_wait().context("waiting for rxload")? {
-            let why = super::load::stderr_of(c);
+            let why = crate::child::stderr_of(c);
             return Ok(Some(format!(
                 "the interleaved load ended early ({status}): {}",
                 why.trim().trim_start_matches("rxload: ")

@@ -16,7 +16,10 @@ use super::{
     merge::merge,
     ssh::{parse_dest, SshDest, SshLoaders},
 };
-use crate::{child::die_with_parent, netns::Netns};
+use crate::{
+    child::{die_with_parent, rxload_path, stderr_of},
+    netns::Netns,
+};
 use rxsteer_records::{LoaderIo, Proto, Scenario};
 use rxsteer_tune::cpus::format_cpu_list;
 
@@ -194,19 +197,6 @@ pub fn live_interval(warmup: Duration, measure: Duration) -> Duration {
     Duration::from_millis(i.as_millis() as u64).max(Duration::from_millis(50))
 }
 
-/// The rxload binary: beside this executable (cargo builds both into one folder).
-pub fn rxload_path() -> Result<PathBuf> {
-    let me = std::env::current_exe()?;
-    let p = me.with_file_name("rxload");
-    if !p.is_file() {
-        bail!(
-            "rxload not found beside {} (build it: cargo build --release -p rxload)",
-            me.display()
-        );
-    }
-    Ok(p)
-}
-
 impl Loader<'_> {
     pub fn describe(&self) -> String {
         match self {
@@ -375,16 +365,6 @@ fn loader_file(p: &Path, i: usize) -> PathBuf {
         .extension()
         .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
     p.with_file_name(format!("{stem}-loader{i}{ext}"))
-}
-
-/// A child's stderr once it has exited, for an error message.
-pub(super) fn stderr_of(child: &mut Child) -> String {
-    use std::io::Read;
-    let mut s = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s.trim().to_string()
 }
 
 /// Reads rxload's JSON; a missing file means it never measured.

@@ -6,7 +6,6 @@
 //! window. Without `--iface` it runs in the embedded veth lab; with it, on a real interface.
 mod args;
 mod figures;
-mod gate;
 mod interleave;
 mod load;
 mod merge;
@@ -76,7 +75,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon]
     };
     privilege::require("rxsteer compare", caps)?;
-    load::rxload_path()?;
+    crate::child::rxload_path()?;
     let online = online_cpus()?;
     let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
@@ -127,8 +126,9 @@ fn measure(
         setup,
         caveat,
     } = prepared;
-    let loaded = gate::quiet_machine(args.force, args.quiet_wait, stop)?;
-    let env_before = figures::environment();
+    let loaded =
+        crate::machine::quiet_machine("rxsteer compare", args.force, args.quiet_wait, stop)?;
+    let env_before = crate::machine::environment();
     let mut screen = Screen::new(tui, caveat.clone());
     let mut rows: Vec<Row> = Vec::new();
     let run = Run {
@@ -736,7 +736,7 @@ fn run_doc(
         loaded_machine: loaded,
         environment: Some(Environments {
             before: env_before,
-            after: figures::environment(),
+            after: crate::machine::environment(),
         }),
         roles: None,
         not_run: planned.not_run.clone(),

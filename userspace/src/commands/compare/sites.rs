@@ -137,7 +137,7 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         Loader::Ssh(ssh::SshLoaders::prepare(
             ssh,
             args.ssh_config.clone(),
-            &load::rxload_path()?,
+            &crate::child::rxload_path()?,
         )?)
     } else if external {
         Loader::External

@@ -1,0 +1,352 @@
+//! The checks of one span: rxsteer's figures, summed over the span's samples as a user reads
+//! them, beside the kernel's count over the same span. Each figure's tolerance says what the
+//! two reads cannot agree on better than (the docs give the reasons: docs/selftest.md).
+use std::collections::BTreeSet;
+
+use rxsteer_records::{
+    bpf_cost::BpfRuns,
+    selftest::{Allowance, Check, Figure, Subject},
+    BpfStatsChoice, Sample,
+};
+
+use super::kernel::{self, KernelRead, Span};
+
+/// What a span's checks need beside the samples and the kernel's reads.
+pub struct Context<'a> {
+    pub cpus: &'a [u32],
+    /// Which BPF statistics the sampler kept in this span.
+    pub stats: BpfStatsChoice,
+    /// Why no program was loaded (no BPF figure to check), if so.
+    pub no_bpf: Option<&'a str>,
+    /// Why the kernel's prog info has no complete count (statistics unavailable), if so.
+    pub no_prog_info: Option<&'a str>,
+    /// The interface is a veth (it raises no interrupts).
+    pub virtual_iface: bool,
+    /// The ns one tick of /proc/stat's softirq column may be off by: the kernel's tick (it
+    /// samples softirq time on the tick unless IRQ_TIME_ACCOUNTING).
+    pub tick_ns: f64,
+    /// --skew: this figure multiplied, to see a bad figure fail.
+    pub skew: Option<(Figure, f64)>,
+}
+
+/// Every figure but the programs' (checked once, in the span with the statistics always on,
+/// whose reads end right at its last sample).
+pub fn figures(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
+    let mut out = Vec::new();
+    let skew = |f: Figure, v: f64| match cx.skew {
+        Some((s, k)) if s == f => v * k,
+        _ => v,
+    };
+    let sum = |f: &dyn Fn(&Sample) -> u64| samples.iter().map(f).sum::<u64>() as f64;
+    let cpu_sum = |cpu: u32, f: &dyn Fn(&rxsteer_records::CpuSample) -> u64| {
+        sum(&|s| s.cpus.iter().filter(|c| c.cpu == cpu).map(f).sum())
+    };
+    for &cpu in cx.cpus {
+        let s = Subject::new(Figure::NetRxRuns, "runs", "/proc/softirqs").on_cpu(cpu);
+        out.push(match cx.no_bpf {
+            Some(why) => s.skipped(why),
+            None => {
+                let (lo, hi) = span.bounds(|r| kernel::on(&r.net_rx, cpu));
+                let v = skew(Figure::NetRxRuns, cpu_sum(cpu, &|c| c.net_rx_runs));
+                s.judge(v, lo, hi, Allowance::share(0.005).with_floor(3.0))
+            }
+        });
+    }
+    for &cpu in cx.cpus {
+        let s = Subject::new(Figure::SoftirqTime, "ms", "/proc/stat softirq").on_cpu(cpu);
+        out.push(match cx.no_bpf {
+            Some(why) => s.skipped(why),
+            None => {
+                let (lo, hi) = span.bounds(|r| kernel::on(&r.softirq_ns, cpu));
+                let ns = cpu_sum(cpu, &|c| c.softirq_ns.iter().sum());
+                let v = skew(Figure::SoftirqTime, ns) / 1e6;
+                s.judge(v, lo / 1e6, hi / 1e6, tick_sampled(ns, cx.tick_ns))
+            }
+        });
+    }
+    let s = Subject::new(Figure::NapiKthreadTime, "ms", "/proc/PID/schedstat");
+    out.push(if span.end.1.napi_ns == 0 {
+        s.skipped("the interface runs no threaded NAPI (no napi/ thread of its name)")
+    } else {
+        let (lo, hi) = span.bounds(|r| r.napi_ns);
+        let v = skew(
+            Figure::NapiKthreadTime,
+            sum(&|s| s.cpus.iter().map(|c| c.napi_kthread_ns).sum()),
+        );
+        s.judge(v / 1e6, lo / 1e6, hi / 1e6, kthread_allowance())
+    });
+    let s = Subject::new(Figure::BacklogKthreadTime, "ms", "/proc/PID/schedstat");
+    out.push(if span.end.1.backlog_ns == 0 {
+        s.skipped("no backlog_napi threads (a kernel booted without thread_backlog_napi)")
+    } else {
+        let (lo, hi) = span.bounds(|r| r.backlog_ns);
+        let v = skew(
+            Figure::BacklogKthreadTime,
+            sum(&|s| s.cpus.iter().map(|c| c.backlog_kthread_ns).sum()),
+        );
+        s.judge(v / 1e6, lo / 1e6, hi / 1e6, kthread_allowance())
+    });
+    let s = Subject::new(Figure::Packets, "packets", "/proc/net/dev rx_packets");
+    out.push(match cx.no_bpf {
+        Some(why) => s.skipped(why),
+        None => {
+            let (lo, hi) = span.bounds(|r| r.rx_packets);
+            let v = skew(Figure::Packets, sum(&|s| s.total_packets()));
+            s.judge(v, lo, hi, Allowance::share(0.005).with_floor(3.0))
+        }
+    });
+    let s = Subject::new(Figure::NicRxPackets, "packets", "/proc/net/dev rx_packets");
+    out.push(if samples.iter().any(|s| s.nic_rx_packets.is_none()) {
+        s.skipped(
+            "the sampler's sysfs shows no such interface (it lives in another network namespace)",
+        )
+    } else {
+        let (lo, hi) = span.bounds(|r| r.rx_packets);
+        let v = skew(
+            Figure::NicRxPackets,
+            sum(&|s| s.nic_rx_packets.unwrap_or_default()),
+        );
+        s.judge(v, lo, hi, Allowance::exact().with_floor(2.0))
+    });
+    let irq_cpus: BTreeSet<u32> = span.end.1.irqs.keys().copied().collect();
+    for &cpu in cx.cpus {
+        let s = Subject::new(
+            Figure::Interrupts,
+            "interrupts",
+            "/sys/kernel/irq/N/per_cpu_count",
+        )
+        .on_cpu(cpu);
+        out.push(if cx.virtual_iface {
+            s.skipped("a virtual interface (a veth, lo: no device) raises no interrupts")
+        } else if irq_cpus.is_empty() {
+            s.skipped("sysfs lists no IRQ for the interface's device")
+        } else {
+            let (lo, hi) = span.bounds(|r| kernel::on(&r.irqs, cpu));
+            let v = skew(Figure::Interrupts, cpu_sum(cpu, &|c| c.nic_irqs));
+            s.judge(v, lo, hi, Allowance::exact().with_floor(2.0))
+        });
+    }
+    out
+}
+
+/// Each program's runs and run time as the sampler gave them, against prog info; and the
+/// programs whose runs are counted in a map of their own, against that count.
+pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
+    let stats = cx.stats.as_str();
+    let subject = |f: Figure, unit: &'static str, source: &'static str, of: &str| {
+        Subject::new(f, unit, source).of(format!("{of}, {stats}"))
+    };
+    if let Some(why) = cx.no_bpf.or(cx.no_prog_info) {
+        return vec![
+            subject(Figure::ProgramRuns, "runs", "prog info", "every program").skipped(why),
+        ];
+    }
+    let skew = |f: Figure, v: f64| match cx.skew {
+        Some((s, k)) if s == f => v * k,
+        _ => v,
+    };
+    // The sampler's figures, summed over the span, by program.
+    let mut sampled: Vec<(String, f64, f64)> = Vec::new();
+    for s in samples {
+        match &s.bpf {
+            Some(BpfRuns::Measured(runs)) => {
+                for p in runs {
+                    match sampled.iter_mut().find(|(n, ..)| *n == p.name) {
+                        Some((_, r, ns)) => {
+                            *r += p.runs as f64;
+                            *ns += p.ns as f64;
+                        }
+                        None => sampled.push((p.name.clone(), p.runs as f64, p.ns as f64)),
+                    }
+                }
+            }
+            Some(BpfRuns::Unavailable(why)) => {
+                return vec![
+                    subject(Figure::ProgramRuns, "runs", "prog info", "every program")
+                        .skipped(format!("the sampler had no statistics: {why}")),
+                ];
+            }
+            None => {}
+        }
+    }
+    let names: BTreeSet<String> = span
+        .end
+        .1
+        .programs
+        .iter()
+        .flatten()
+        .map(|p| p.name.clone())
+        .collect();
+    // The share of the span the sampled statistics were on (a tenth of each interval).
+    let window: f64 = samples.iter().filter_map(|s| s.bpf_window_s).sum();
+    let whole: f64 = samples.iter().map(|s| s.interval_s).sum();
+    let on = if whole > 0.0 { window / whole } else { 0.0 };
+    let mut out = Vec::new();
+    for name in &names {
+        let (lo, hi) = span.bounds(|r| kernel::program(r, name).0);
+        if hi == 0.0 {
+            continue; // never ran in the span: nothing to compare
+        }
+        let in_windows = (lo + hi) / 2.0 * on;
+        if cx.stats == BpfStatsChoice::Sampled && in_windows < MIN_SAMPLED_RUNS {
+            out.push(
+                subject(Figure::ProgramRuns, "runs", "prog info run_cnt", name).skipped(format!(
+                    "about {in_windows:.0} runs fell in the sampled windows, too few to judge \
+                     (at least {MIN_SAMPLED_RUNS:.0}); the always span checks this program"
+                )),
+            );
+            continue;
+        }
+        let (runs_allowed, ns_allowed) = match cx.stats {
+            BpfStatsChoice::Sampled => {
+                let counting = counting_precision((lo + hi) / 2.0, on);
+                // Run times are heavy-tailed: one long run in a window counts ten times, so
+                // the run time's estimate spreads wider than the count's (three times is
+                // what docs/selftest.md's stored runs need).
+                (
+                    Allowance::share(0.01f64.max(counting)),
+                    Allowance::share(0.05f64.max(3.0 * counting)),
+                )
+            }
+            BpfStatsChoice::Always => (Allowance::exact(), Allowance::exact()),
+        };
+        let (runs, ns) = sampled
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map_or((0.0, 0.0), |(_, r, ns)| (*r, *ns));
+        out.push(
+            subject(Figure::ProgramRuns, "runs", "prog info run_cnt", name).judge(
+                skew(Figure::ProgramRuns, runs),
+                lo,
+                hi,
+                runs_allowed.with_floor(3.0),
+            ),
+        );
+        let (lo, hi) = span.bounds(|r| kernel::program(r, name).1);
+        out.push(
+            subject(Figure::ProgramNs, "ms", "prog info run_time_ns", name).judge(
+                skew(Figure::ProgramNs, ns) / 1e6,
+                lo / 1e6,
+                hi / 1e6,
+                ns_allowed.with_floor(0.01),
+            ),
+        );
+        if let Some((own, source, allowed)) = own_count(samples, name, cx.stats, on) {
+            out.push(
+                subject(Figure::ProgramOwnCount, "runs", source, name).judge(
+                    skew(Figure::ProgramOwnCount, runs),
+                    own,
+                    own,
+                    allowed,
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The fewest runs the sampled windows must hold for their scaled figure to be judged: at
+/// 400 the count's own precision is 14 % (three standard errors), its run time's three times
+/// that; fewer say nothing a user could act on.
+const MIN_SAMPLED_RUNS: f64 = 400.0;
+
+/// A program's own count of what it ran on, over the same samples: softirq_exit counts every
+/// softirq it closes, the XDP observer every frame, tc ingress every packet.
+fn own_count(
+    samples: &[Sample],
+    program: &str,
+    stats: BpfStatsChoice,
+    on: f64,
+) -> Option<(f64, &'static str, Allowance)> {
+    let sum = |f: &dyn Fn(&rxsteer_records::CpuSample) -> u64| {
+        samples.iter().flat_map(|s| &s.cpus).map(f).sum::<u64>() as f64
+    };
+    // Both read in one snapshot, a few ms apart: a few runs either way even when every run
+    // is counted.
+    let (share_softirq, share_packets) = match stats {
+        BpfStatsChoice::Sampled => (0.01, 0.005),
+        BpfStatsChoice::Always => (0.002, 0.002),
+    };
+    let (count, source, share): (f64, &str, f64) = match program {
+        "softirq_exit" => (
+            sum(&|c| c.softirq_runs.iter().sum()),
+            "its softirq count (every vector)",
+            share_softirq,
+        ),
+        "rx_account" | "rx_account_frag" => {
+            (sum(&|c| c.packets), "its packet count", share_packets)
+        }
+        "tc_ingress" => (sum(&|c| c.stack_packets), "its packet count", share_packets),
+        _ => return None,
+    };
+    let share = match stats {
+        BpfStatsChoice::Sampled => share.max(counting_precision(count, on)),
+        BpfStatsChoice::Always => share,
+    };
+    Some((count, source, Allowance::share(share).with_floor(5.0)))
+}
+
+/// How far a sampled figure may be off from counting only a share `on` of the span: the
+/// window's count of `n` runs spread at random is binomial, so the scaled estimate's
+/// standard error is sqrt(n (1 - on) / on); three of those, as a share of `n`. A paced
+/// stream's runs are spread evenly and come out far closer (the stored runs show how close);
+/// softirqs, a few hundred a second, are what this bound is for.
+fn counting_precision(n: f64, on: f64) -> f64 {
+    if n <= 0.0 || on <= 0.0 || on >= 1.0 {
+        return 0.0;
+    }
+    3.0 * (n * (1.0 - on) / on).sqrt() / n
+}
+
+/// A kthread's schedstat moves only when the scheduler updates it: a thread running at the
+/// read is behind by up to a tick (10 ms allowed either side), beyond 0.5 %.
+fn kthread_allowance() -> Allowance {
+    Allowance::share(0.005).with_floor(20.0)
+}
+
+/// /proc/stat's softirq column is in USER_HZ units (10 ms), and without IRQ_TIME_ACCOUNTING
+/// it is the ticks that fell in softirq, each a tick's worth: a count with a binomial spread
+/// of sqrt(time x tick). Three of those, one 10 ms unit, and 2 % beyond the span's width.
+fn tick_sampled(ns: f64, tick_ns: f64) -> Allowance {
+    let sigma_ms = (ns * tick_ns).sqrt() / 1e6;
+    Allowance::share(0.02).with_floor(3.0 * sigma_ms + 10.0)
+}
+
+/// The kernel's tick in ns, from its config (CONFIG_HZ) where it can be read, else 10 ms
+/// (HZ=100, the widest allowance).
+pub fn tick_ns() -> f64 {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .or_else(|| gunzip_config("/proc/config.gz"));
+    config
+        .as_deref()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+                .and_then(|hz| hz.trim().parse::<f64>().ok())
+        })
+        .map_or(10e6, |hz| 1e9 / hz)
+}
+
+/// /proc/config.gz's text, through the system's gzip (none: None).
+fn gunzip_config(path: &str) -> Option<String> {
+    let out = std::process::Command::new("gzip")
+        .args(["-dc", path])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The reads either side of the sampler's baseline and of its last sample.
+pub fn span<'a>(
+    start: &'a (KernelRead, KernelRead),
+    end: &'a (KernelRead, KernelRead),
+) -> Span<'a> {
+    Span {
+        start: (&start.0, &start.1),
+        end: (&end.0, &end.1),
+    }
+}
