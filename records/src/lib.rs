@@ -5,6 +5,7 @@
 //! written once and tested. Std and serde only: no BPF, no I/O.
 pub mod bpf_cost;
 pub mod breakdown;
+pub mod derived;
 pub mod live;
 pub mod load;
 pub mod names;

@@ -3,7 +3,7 @@
 //! loop that samples every interval on a sampler thread into one sink: the live per-core view,
 //! one JSON line or one plain line per interval.
 use anyhow::{bail, Context, Result};
-use rxsteer_records::{Observed, SampleLine};
+use rxsteer_records::{derived::DerivedLine, Observed, SampleLine};
 use std::{
     io::IsTerminal,
     sync::{
@@ -409,7 +409,9 @@ fn print_json(
     while !stop.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(sample) => {
-                serde_json::to_writer(&mut out, &SampleLine::new(iface, how, sample))?;
+                // The raw columns and the derived figures run.json carries, by one function.
+                let line = DerivedLine::of(SampleLine::new(iface, how, sample));
+                serde_json::to_writer(&mut out, &line)?;
                 out.write_all(b"\n")?;
                 out.flush()?;
                 n += 1;

@@ -106,6 +106,22 @@ fn json_lines_show_packets_and_net_rx_time_on_the_sending_cpu() {
             packets[i] += c["packets"].as_u64().unwrap();
             net_rx_ns[i] += c["net_rx_ns"].as_u64().unwrap();
             assert_eq!(c["class_packets"]["http"], 0);
+            // The derived figures beside the raw columns: NET_RX ms per second of the line's
+            // interval, and a time split that adds up to the interval.
+            let d = &l["derived"][i];
+            assert_eq!(d["cpu"], c["cpu"]);
+            let per_s = c["net_rx_ns"].as_f64().unwrap() / 1e6 / l["interval_s"].as_f64().unwrap();
+            assert!(
+                (d["net_rx_ms_per_s"].as_f64().unwrap() - per_s).abs() < 1e-6,
+                "{d}"
+            );
+            let split: f64 = d["time_ms_per_s"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            assert!((split - 1000.0).abs() < 2.0, "a second's split: {d}");
         }
     }
     let s = sender as usize;

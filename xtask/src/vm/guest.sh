@@ -117,6 +117,18 @@ say data rx-irq-counts "$irq0|$irq1"
 echo "$aff0" >/proc/irq/$rxirq/smp_affinity_list
 say data rx-irq-affinity "before=$aff0 after=$(cat /proc/irq/$rxirq/smp_affinity_list)"
 
+# selftest: rxsteer's figures against the kernel's own counts on this driver (its interrupts
+# among them), watching a bounded load it did not send; the report whole, for the host and
+# the matrix's store.
+ip netns exec client rxload "http://10.199.0.1:8080/health" -c 2 -t 1 -d 30s --warmup 0s >/dev/null 2>&1 &
+stload=$!
+sleep 1
+rxsteer selftest --iface "$SRV" -d 3s --force --json >/tmp/selftest.json 2>/tmp/selftest.err
+say data selftest-rc $?
+kill $stload 2>/dev/null; wait $stload 2>/dev/null
+sed "s/^/RXVM log selftest: /" /tmp/selftest.err
+say json selftest "$(tr -d '\n' </tmp/selftest.json)"
+
 # XDP mode: auto must choose by itself (skb without native XDP), drv must be refused there.
 under attach rxsteer attach --iface "$SRV" --steer cpumap --http-cpus "$VM_TARGET_CPU" \
   --zap-cpus 0 --other-cpus 0 --xdp-mode auto

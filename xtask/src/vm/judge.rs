@@ -151,6 +151,7 @@ pub fn judge(
     ));
     out.extend(observing(e));
     out.push(interrupt(e, target_cpu));
+    out.push(selftest(e));
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
     out.push(busy_poll(e));
@@ -258,6 +259,57 @@ fn interrupt(e: &Evidence, target_cpu: usize) -> Check {
             "RX IRQ {}; interrupts per CPU {delta:?}, top's packets per CPU {packets:?} (CPU {target_cpu} expected); affinity {}",
             e.d("rx-irq"),
             e.d("rx-irq-affinity")
+        ),
+    )
+}
+
+/// `rxsteer selftest --iface`: every figure it could compare agreed with the kernel's own
+/// count on this driver, the packets and (where sysfs lists the device's IRQs) the
+/// interrupts among them; what it skipped is listed with why.
+fn selftest(e: &Evidence) -> Check {
+    use rxsteer_records::selftest::{Figure, SelftestReport, Verdict as V};
+    let name = "selftest: rxsteer's figures agree with the kernel's (--iface)";
+    let report: Option<SelftestReport> = e
+        .samples("selftest")
+        .first()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let Some(r) = report else {
+        return check(name, false, format!("no report; rc {}", e.d("selftest-rc")));
+    };
+    let passed = |f: Figure| {
+        r.checks
+            .iter()
+            .any(|c| c.figure == f && c.verdict == V::Pass)
+    };
+    let irq_said = r
+        .checks
+        .iter()
+        .filter(|c| c.figure == Figure::Interrupts)
+        .map(|c| match &c.verdict {
+            V::Skipped(why) => format!("skipped ({why})"),
+            V::Pass => format!("{:.0} = {:.0}", c.rxsteer, c.reference),
+            V::Fail => format!("FAIL {:.0} vs {:.0}", c.rxsteer, c.reference),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let failed: Vec<String> = r
+        .failed()
+        .map(|c| {
+            format!(
+                "{} {} {:.0} vs {:.0}",
+                c.figure, c.of, c.rxsteer, c.reference
+            )
+        })
+        .collect();
+    check(
+        name,
+        e.d("selftest-rc") == "0" && failed.is_empty() && passed(Figure::Packets),
+        format!(
+            "rc {}; {} passed, {} failed {failed:?}, {} skipped; interrupts per CPU: {irq_said}",
+            e.d("selftest-rc"),
+            r.passed(),
+            failed.len(),
+            r.skipped()
         ),
     )
 }
@@ -511,6 +563,56 @@ fn main_job(e: &Evidence, nic: Nic) -> Vec<Check> {
 mod tests {
     use super::*;
 
+    /// A guest's selftest passes when it exited 0 with every compared figure inside and the
+    /// packets compared; a figure outside, or no report, fails, naming it.
+    #[test]
+    fn a_guests_selftest_is_judged_by_its_report() {
+        use rxsteer_records::selftest::{Allowance, Figure, Place, SelftestReport, Subject};
+        let report = |rxsteer: f64| SelftestReport {
+            place: Place::Iface {
+                name: "eth0".into(),
+            },
+            iface: "eth0".into(),
+            kernel: "6.1".into(),
+            online_cpus: 2,
+            span_s: 3.0,
+            interval_s: 1.0,
+            loaded: None,
+            skewed: None,
+            checks: vec![
+                Subject::new(Figure::Packets, "packets", "/proc/net/dev").judge(
+                    rxsteer,
+                    1000.0,
+                    1000.0,
+                    Allowance::share(0.005),
+                ),
+                Subject::new(Figure::Interrupts, "interrupts", "per_cpu_count")
+                    .on_cpu(1)
+                    .judge(400.0, 400.0, 400.0, Allowance::exact()),
+            ],
+        };
+        let guest = |rc: &str, r: &SelftestReport| {
+            let mut e = Evidence::default();
+            e.data.insert("selftest-rc".into(), rc.into());
+            e.json
+                .insert("selftest".into(), vec![serde_json::to_value(r).unwrap()]);
+            selftest(&e)
+        };
+        let ok = guest("0", &report(1001.0));
+        assert_eq!(ok.verdict, Verdict::Pass, "{}", ok.detail);
+        assert!(
+            ok.detail.contains("interrupts per CPU: 400 = 400"),
+            "{}",
+            ok.detail
+        );
+        let bad = guest("1", &report(1100.0));
+        assert_eq!(bad.verdict, Verdict::Fail);
+        assert!(bad.detail.contains("packets"), "{}", bad.detail);
+        let none = selftest(&Evidence::default());
+        assert_eq!(none.verdict, Verdict::Fail);
+        assert!(none.detail.starts_with("no report"), "{}", none.detail);
+    }
+
     /// busy-poll's tuning as three guests show it (the lines their consoles carry): refused
     /// before 6.9, deferred with the suspension skipped before 6.13, suspended from 6.13; a
     /// value not put back fails on every kernel.
@@ -580,14 +682,15 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, &[], 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 26, "{names:?}");
+        assert_eq!(names.len(), 27, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
                 // That console predates the kernel's statistics in top's lines.
                 "BPF run-time statistics (top)" => Verdict::Fail,
-                // And busy polling, its tuning, and the flow dissector.
+                // And busy polling, its tuning, the flow dissector and the self-check.
                 "busy polling: on from 6.9, refused in one line before"
+                | "selftest: rxsteer's figures agree with the kernel's (--iface)"
                 | "tune apply --profile busy-poll defers and suspends; restore puts it back"
                 | "flow dissector asked for RPS's hash (rps-dissector)" => Verdict::Fail,
                 _ => Verdict::Pass,

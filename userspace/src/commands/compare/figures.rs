@@ -4,7 +4,7 @@
 use anyhow::Result;
 use rxsteer_records::{
     bpf_cost::BpfCostOf,
-    breakdown::{self, Claims, TimeSplit},
+    breakdown::{self, TimeSplit},
     run::{imbalance, Nic, Row},
     LoadResult, Phase, TcAttached,
 };
@@ -74,18 +74,11 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
             .map(|(sum, n)| sum + n as f64);
         for (i, c) in s.cpus.iter().enumerate() {
             let on = |m: &std::collections::BTreeMap<u32, u64>| m.get(&c.cpu).copied().unwrap_or(0);
-            let net_rx = c.net_rx_ns;
-            f.time[i].add(&TimeSplit::of(
-                s.interval_s * 1e9,
-                &c.time,
-                &Claims {
-                    net_rx,
-                    other_softirq: c.softirq_ns.iter().sum::<u64>().saturating_sub(net_rx),
-                    receive_kthread: c.kthread_ns(),
-                    loader_kthread: c.other_napi_kthread_ns,
-                    server: on(&t.procs.server),
-                    loader: on(&t.procs.loader),
-                },
+            f.time[i].add(&rxsteer_records::derived::time_split(
+                c,
+                s.interval_s,
+                on(&t.procs.server),
+                on(&t.procs.loader),
             ));
             f.stack_per_s[i] += c.stack_packets as f64;
             f.tx_per_s[i] += c.tx_packets as f64;

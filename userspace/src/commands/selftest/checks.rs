@@ -273,7 +273,7 @@ fn own_count(
             "its softirq count (every vector)",
             share_softirq,
         ),
-        "rx_account" | "rx_account_frag" => {
+        "rx_account" | "rx_account_frags" | "rx_account_frag" => {
             (sum(&|c| c.packets), "its packet count", share_packets)
         }
         "tc_ingress" => (sum(&|c| c.stack_packets), "its packet count", share_packets),

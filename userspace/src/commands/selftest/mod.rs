@@ -57,7 +57,7 @@ pub struct SelftestArgs {
     /// How to count where the driver received, as `top --observer` (off checks nothing).
     #[arg(long, value_enum, default_value = "auto")]
     pub observer: ObserverChoice,
-    /// The report as one JSON object on stdout instead of the table.
+    /// The report as one JSON object on stdout (the table then goes to stderr).
     #[arg(long)]
     pub json: bool,
     /// Check even where the machine is too loaded to time on (the report says so).
@@ -121,7 +121,9 @@ pub fn run(args: &SelftestArgs) -> Result<()> {
     report.loaded = loaded;
     report.skewed = args.skew.map(|(f, k)| format!("{f} x {k}"));
     if args.json {
+        // The table still goes to the terminal (stderr), for whoever watches the run.
         println!("{}", serde_json::to_string(&report)?);
+        eprint!("{}", table(&report));
     } else {
         print!("{}", table(&report));
     }
