@@ -56,6 +56,8 @@ pub struct Sampler {
     prev: Snapshot,
     /// The kernel's BPF run-time statistics, on while this is held, or why they are not.
     stats: StatsSwitch,
+    /// How often the caller samples.
+    interval: Duration,
 }
 
 /// `BPF_ENABLE_STATS`, held through the descriptor the kernel returns: the kernel counts
@@ -67,13 +69,15 @@ pub struct Sampler {
 pub enum StatsSwitch {
     /// On for the sampler's life (`--bpf-stats always`).
     Held(OwnedFd),
-    /// On for `window` before each sample (`--bpf-stats sampled`): `open`, while the window
-    /// runs, is the descriptor, when the window began and the programs' counts then (so what
-    /// another holder of the statistics, a bpftop or a second rxsteer, had them count outside
-    /// the window is not taken for the window's).
+    /// On for `window` in the middle of each interval (`--bpf-stats sampled`): `open`, while
+    /// the window runs, is the descriptor, when the window began and the programs' counts
+    /// then (so what another holder of the statistics, a bpftop or a second rxsteer, had
+    /// them count outside the window is not taken for the window's); `closed`, once it has
+    /// ended, its length in seconds and the counts at either end, until the sample takes it.
     Windowed {
         window: Duration,
         open: Option<(OwnedFd, Instant, Vec<ProgramRuns>)>,
+        closed: Option<(f64, Vec<ProgramRuns>, Vec<ProgramRuns>)>,
     },
     /// No BPF loaded: nothing to count.
     NotNeeded,
@@ -102,6 +106,7 @@ impl StatsSwitch {
             (Ok(_), BpfStatsChoice::Sampled) => StatsSwitch::Windowed {
                 window: interval / 10,
                 open: None,
+                closed: None,
             },
         }
     }
@@ -136,6 +141,7 @@ impl Sampler {
             started: prev.at,
             prev,
             stats,
+            interval,
         })
     }
 
@@ -162,14 +168,30 @@ impl Sampler {
         }
     }
 
-    /// Turns the statistics on for the window before the next sample (once; a no-op unless
-    /// sampled). The caller does this `stats_window()` before it samples.
+    /// When the statistics' window of the interval that ends at `due` opens and closes: a
+    /// tenth of the interval in its middle, away from the sample at its end, whose reads
+    /// (milliseconds of /proc on a busy CPU) and whatever the caller then does would
+    /// otherwise fall inside it and change what it counts. None: no window to keep.
+    pub fn stats_window_around(&self, due: Instant) -> Option<(Instant, Instant)> {
+        let w = self.stats_window()?;
+        let opens = due.checked_sub(self.interval / 2 + w / 2)?;
+        Some((opens, opens + w))
+    }
+
+    /// Turns the statistics on for this interval's window (once; a no-op unless sampled, or
+    /// once the window has closed). The caller does this at [`stats_window_around`]'s
+    /// opening, and [`close_stats_window`] at its close.
+    ///
+    /// [`stats_window_around`]: Self::stats_window_around
+    /// [`close_stats_window`]: Self::close_stats_window
     pub fn open_stats_window(&mut self) -> Result<()> {
         let Some(c) = self.counters.as_ref() else {
             return Ok(());
         };
         if let StatsSwitch::Windowed {
-            open: open @ None, ..
+            open: open @ None,
+            closed: None,
+            ..
         } = &mut self.stats
         {
             match StatsSwitch::enable() {
@@ -184,11 +206,32 @@ impl Sampler {
         Ok(())
     }
 
+    /// Ends the open window where its last counts are read, and the statistics with it
+    /// (unless another process holds them on too); the next sample scales its runs.
+    pub fn close_stats_window(&mut self) -> Result<()> {
+        let Some(c) = self.counters.as_ref() else {
+            return Ok(());
+        };
+        if let StatsSwitch::Windowed { open, closed, .. } = &mut self.stats {
+            if let Some((fd, since, at_open)) = open.take() {
+                let (runs, at) = timed(|| c.program_runs())?;
+                drop(fd);
+                *closed = Some((window_s(since, at), at_open, runs));
+            }
+        }
+        Ok(())
+    }
+
     /// Counters since the previous call (or since `new`); the kernel's log records since
     /// then go to `log` on the way. With sampled statistics whose window the caller did not
-    /// open, it opens it and waits the window out first.
+    /// keep, it opens one and waits it out first (closed at the sample).
     pub fn sample(&mut self) -> Result<Sample> {
-        if let StatsSwitch::Windowed { window, open: None } = self.stats {
+        if let StatsSwitch::Windowed {
+            window,
+            open: None,
+            closed: None,
+        } = self.stats
+        {
             self.open_stats_window()?;
             std::thread::sleep(window);
         }
@@ -197,26 +240,29 @@ impl Sampler {
         }
         let now = snapshot(self.counters.as_ref(), &self.iface)?;
         let mut sample = delta(&self.prev, &now, &self.cpus, self.started);
-        // Sampled: the window's runs, counted from its start, scaled to the interval. The
-        // window's descriptor closes here, and the statistics with it (unless another
-        // process holds them on too).
+        // Sampled: the window's runs, counted from its start to its close (or, left open, to
+        // here), scaled to the interval. A window still open closes here, and the
+        // statistics with it (unless another process holds them on too).
         let window = match &mut self.stats {
-            StatsSwitch::Windowed { open, .. } => open
-                .take()
-                .map(|(_fd, since, at_open)| (window_s(since, now.programs_at), at_open)),
+            StatsSwitch::Windowed { open, closed, .. } => closed.take().or_else(|| {
+                open.take().and_then(|(_fd, since, at_open)| {
+                    let at_close = now.programs.clone()?;
+                    Some((window_s(since, now.programs_at), at_open, at_close))
+                })
+            }),
             _ => None,
         };
         sample.bpf = match (self.stats.unavailable(), &self.prev.programs, &now.programs) {
             (Some(why), _, Some(_)) => Some(BpfRuns::Unavailable(why.to_string())),
             (None, Some(p), Some(n)) => Some(BpfRuns::Measured(match &window {
-                Some((w, at_open)) if *w > 0.0 => {
-                    scaled(program_deltas(at_open, n), sample.interval_s / w)
+                Some((w, at_open, at_close)) if *w > 0.0 => {
+                    scaled(program_deltas(at_open, at_close), sample.interval_s / w)
                 }
                 _ => program_deltas(p, n),
             })),
             _ => None,
         };
-        sample.bpf_window_s = window.map(|(w, _)| w);
+        sample.bpf_window_s = window.map(|(w, ..)| w);
         self.prev = now;
         Ok(sample)
     }

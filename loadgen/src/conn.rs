@@ -275,6 +275,7 @@ async fn connect(
             let now = Instant::now();
             let admit = load.phase.admit(now, 1);
             if admit.send > 0 {
+                load.stats.borrow_mut().sent += 1;
                 let failed = Outcome::Fail(ErrorKind::Connect);
                 record(
                     load.phase,
@@ -328,6 +329,7 @@ async fn exchange(
         if admit.send == 0 {
             return true;
         }
+        load.stats.borrow_mut().sent += admit.send as u64;
         // No timer on the write: requests go into the socket buffer at once, and a server
         // that stops answering trips the read timeout below.
         let wrote = s
@@ -401,6 +403,20 @@ pub fn record(
         Outcome::Answered(a) => a.valid.err(),
         Outcome::Fail(kind) => Some(kind),
     };
+    if !counted {
+        // Kept apart, so every request sent is accounted for: the warm-up's by when it was
+        // sent, the rest came after the window closed.
+        let mut st = stats.borrow_mut();
+        let part = if sent < phase.measure_from {
+            &mut st.warmup
+        } else {
+            &mut st.after_window
+        };
+        match failed {
+            None => part.answered += 1,
+            Some(_) => part.failed += 1,
+        }
+    }
     if counted {
         let mut st = stats.borrow_mut();
         if let Outcome::Answered(a) = outcome {

@@ -87,6 +87,17 @@ impl<'a> Report<'a> {
             s.total_errors(),
             s.reconnects
         );
+        let a = s.accounting();
+        o += &format!(
+            "Sent       {}: {} measured, {} in the warm-up ({} failed), {} after the window ({} failed), {} unanswered at the end\n",
+            a.sent,
+            a.measured.total(),
+            a.warmup.total(),
+            a.warmup.failed,
+            a.after_window.total(),
+            a.after_window.failed,
+            a.unanswered_at_end
+        );
         if let Some(rate) = self.args.rate {
             let verdict = if self.rate_reached() {
                 "reached"
@@ -188,6 +199,7 @@ impl<'a> Report<'a> {
                 requests_per_cpu_s: s.ok as f64 / self.cpu.max(1e-9),
             },
             loaders: None,
+            accounting: Some(s.accounting()),
         }
     }
 }

@@ -39,7 +39,15 @@ pub struct Stats {
     pub errors: [u64; 8],
     /// Connections opened again after an error (each after a back-off).
     pub reconnects: u64,
+    /// Requests sent (a failed connect counts as one), in every part of the run.
+    pub sent: u64,
+    /// Outcomes counted outside the measured figures: of requests sent in the warm-up, and
+    /// of requests whose outcome came after the window closed.
+    pub warmup: Outcomes,
+    pub after_window: Outcomes,
 }
+
+pub use rxsteer_records::load::Outcomes;
 
 impl Stats {
     pub fn new() -> Self {
@@ -51,6 +59,9 @@ impl Stats {
             status: Box::new([0; 600]),
             errors: [0; 8],
             reconnects: 0,
+            sent: 0,
+            warmup: Outcomes::default(),
+            after_window: Outcomes::default(),
         }
     }
 
@@ -71,6 +82,30 @@ impl Stats {
         self.reconnects += o.reconnects;
         for (a, b) in self.errors.iter_mut().zip(o.errors) {
             *a += b;
+        }
+        self.sent += o.sent;
+        for (a, b) in [
+            (&mut self.warmup, &o.warmup),
+            (&mut self.after_window, &o.after_window),
+        ] {
+            a.answered += b.answered;
+            a.failed += b.failed;
+        }
+    }
+
+    /// Every request sent, by where its outcome fell; what has none was in flight at the end.
+    pub fn accounting(&self) -> rxsteer_records::load::Accounting {
+        let measured = Outcomes {
+            answered: self.ok,
+            failed: self.total_errors(),
+        };
+        let finished = self.warmup.total() + measured.total() + self.after_window.total();
+        rxsteer_records::load::Accounting {
+            sent: self.sent,
+            warmup: self.warmup,
+            measured,
+            after_window: self.after_window,
+            unanswered_at_end: self.sent.saturating_sub(finished),
         }
     }
 

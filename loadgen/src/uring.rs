@@ -155,6 +155,9 @@ pub fn run(
             d.completed(ud, res)?;
         }
         d.time_out_stalled();
+        if d.phase.finished(Instant::now()) {
+            d.abandon_in_flight();
+        }
     }
     d.drain();
     drop(d);
@@ -207,6 +210,7 @@ impl Driver<'_> {
                         c.state = State::Finished;
                         continue;
                     }
+                    self.stats.borrow_mut().sent += 1;
                     let connect = Outcome::Fail(ErrorKind::Connect);
                     let ticketed = admit.ticketed;
                     record(
@@ -304,6 +308,7 @@ impl Driver<'_> {
             return Ok(());
         }
         c.ticketed = admit.ticketed;
+        self.stats.borrow_mut().sent += 1;
         start_request(&mut self.ring, idx, c, &self.req.bytes, &mut self.in_flight)?;
         Ok(())
     }
@@ -319,6 +324,22 @@ impl Driver<'_> {
                     let _ = s.shutdown(std::net::Shutdown::Both);
                 }
                 self.fail(idx, ErrorKind::Timeout);
+            }
+        }
+    }
+
+    /// The run is over (its deadline, or -n's last outcome): a request still awaiting its
+    /// response is abandoned, unanswered at the end (sent, with no outcome), as the tokio
+    /// engine's are when its runtime stops. Its pending receive is ended by shutdown() and
+    /// its completion, of an old generation, ignored.
+    fn abandon_in_flight(&mut self) {
+        for c in &mut self.conns {
+            if c.state == State::Receiving {
+                if let Some(s) = &c.stream {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                c.generation += 1;
+                c.state = State::Finished;
             }
         }
     }

@@ -211,6 +211,73 @@ fn n_sends_exactly_n_on_both_engines_however_many_connections() {
     assert_eq!(s.served.of(Proto::Http).load(Ordering::SeqCst), 10);
 }
 
+/// Every request sent is in one place: the warm-up's apart, the measured ones, those
+/// answered after the window, and those still in flight when the run ended. What the server
+/// answered is what rxload saw answered, or was in flight at the end, on both engines.
+#[test]
+fn every_request_sent_is_accounted_for_the_warm_up_apart() {
+    use rxsteer_records::load::Accounting;
+    let account = |v: &Value| -> Accounting {
+        serde_json::from_value(v["accounting"].clone()).expect("an accounting block")
+    };
+    for io in ["tokio", "uring"] {
+        let s = server();
+        let target = format!("http://{}", s.addr[Proto::Http].unwrap());
+        let (code, v, err) = rxload(&[
+            &target, "--io", io, "-c", "4", "-t", "1", "-d", "700ms", "--warmup", "300ms",
+        ]);
+        assert_eq!(code, 0, "--io {io}: {err}");
+        let a = account(&v);
+        assert!(a.balances(), "--io {io}: {a:?}");
+        assert!(
+            a.warmup.answered > 0,
+            "--io {io}: the warm-up's, apart: {a:?}"
+        );
+        assert_eq!(a.measured.answered, v["requests"].as_u64().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let served = s.served.of(Proto::Http).load(Ordering::SeqCst);
+        // The server may have answered what was in flight at the end, after rxload stopped
+        // reading: those are between.
+        let answered = a.warmup.answered + a.measured.answered + a.after_window.answered;
+        assert!(
+            (answered..=answered + a.unanswered_at_end).contains(&served),
+            "--io {io}: the server's own count {served}, {a:?}"
+        );
+    }
+    // A server that reads and never answers: at the deadline every request is still in
+    // flight, and said so, not lost.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 4096];
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    for io in ["tokio", "uring"] {
+        let (code, v, err) = rxload(&[
+            &format!("http://{addr}"),
+            "--io",
+            io,
+            "-c",
+            "3",
+            "-t",
+            "1",
+            "-d",
+            "500ms",
+            "--warmup",
+            "0s",
+        ]);
+        assert_eq!(code, 1, "--io {io}: no request succeeded: {err}");
+        let a = account(&v);
+        assert_eq!((a.sent, a.unanswered_at_end), (3, 3), "--io {io}: {a:?}");
+        assert!(a.balances());
+    }
+}
+
 #[test]
 fn a_refused_connection_is_counted_and_fails_the_run() {
     let port = TcpListener::bind("127.0.0.1:0")

@@ -36,6 +36,61 @@ pub struct LoadResult {
     /// How many loaders' results were merged into this one (absent: one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaders: Option<u32>,
+    /// Every request sent, by where its outcome fell (absent from results before it was
+    /// kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<Accounting>,
+}
+
+/// Answered and failed requests of one part of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcomes {
+    pub answered: u64,
+    pub failed: u64,
+}
+
+impl Outcomes {
+    pub fn total(&self) -> u64 {
+        self.answered + self.failed
+    }
+}
+
+/// Every request a loader sent, each in one place: sent = warm-up + measured + after the
+/// window + unanswered at the end. The warm-up's are those sent before the window opened and
+/// finished outside it; after the window, those sent in it whose outcome came after it
+/// closed; unanswered, those still in flight when the run ended (their connections were
+/// closed). `measured` is the result's own `requests` and errors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accounting {
+    pub sent: u64,
+    pub warmup: Outcomes,
+    pub measured: Outcomes,
+    pub after_window: Outcomes,
+    pub unanswered_at_end: u64,
+}
+
+impl Accounting {
+    /// Whether every sent request is in exactly one place.
+    pub fn balances(&self) -> bool {
+        self.sent
+            == self.warmup.total()
+                + self.measured.total()
+                + self.after_window.total()
+                + self.unanswered_at_end
+    }
+
+    /// Several loaders' accounts added up.
+    pub fn add(&mut self, o: &Accounting) {
+        let add = |a: &mut Outcomes, b: &Outcomes| {
+            a.answered += b.answered;
+            a.failed += b.failed;
+        };
+        self.sent += o.sent;
+        add(&mut self.warmup, &o.warmup);
+        add(&mut self.measured, &o.measured);
+        add(&mut self.after_window, &o.after_window);
+        self.unanswered_at_end += o.unanswered_at_end;
+    }
 }
 
 impl LoadResult {

@@ -357,7 +357,7 @@ names! {
     /// program run costs two more clock reads while they are on: 81 ns per run on this
     /// project's VM (results/2026-12-04-vm-bpf-stats-overhead), more than most of our programs.
     BpfStatsChoice, "BPF statistics choice" {
-        /// On for the last tenth of each interval, and each program's runs and run time of
+        /// On for a tenth of each interval, in its middle, and each program's runs and run time of
         /// that window scaled to the interval: a tenth of the statistics' cost.
         Sampled = "sampled",
         /// On for the whole run: every run counted (tests, short bursts), at the full cost.

@@ -63,7 +63,7 @@ pub struct ObserveArgs {
     #[arg(long, value_enum, default_value = "default")]
     pub observe: ObserveLevel,
     /// The kernel's BPF run-time statistics, from which each program's cost is read: sampled
-    /// holds them on for the last tenth of each interval (each program run costs two more
+    /// holds them on for a tenth of each interval, in its middle (each program run costs two more
     /// clock reads while they are on), always for the whole run (every run counted).
     #[arg(long, value_enum, default_value = "sampled")]
     pub bpf_stats: BpfStatsChoice,
@@ -311,16 +311,21 @@ fn spawn_sampler(
         let mut next = Instant::now() + interval;
         while !stop.load(Ordering::SeqCst) {
             // Short sleeps so Ctrl-C is seen quickly; deadlines keep intervals from drifting.
-            // The statistics' window (sampled) opens its length before each sample.
+            // The statistics' window (sampled) is kept in the middle of each interval.
             let now = Instant::now();
-            let window = sampler.stats_window().unwrap_or_default();
-            let opens = next.checked_sub(window).unwrap_or(next);
-            if now >= opens {
-                sampler.open_stats_window()?;
+            let mut wake = next;
+            if let Some((opens, closes)) = sampler.stats_window_around(next) {
+                if now >= closes {
+                    sampler.close_stats_window()?;
+                } else if now >= opens {
+                    sampler.open_stats_window()?;
+                    wake = closes;
+                } else {
+                    wake = opens;
+                }
             }
             if now < next {
-                let wake = if now < opens { opens } else { next };
-                thread::sleep((wake - now).min(Duration::from_millis(50)));
+                thread::sleep((wake.max(now) - now).min(Duration::from_millis(50)));
                 continue;
             }
             next += interval;

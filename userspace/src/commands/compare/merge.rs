@@ -18,6 +18,14 @@ pub fn merge(loads: &[LoadResult]) -> Result<LoadResult> {
     m.req_per_s = 0.0;
     m.errors.clear();
     m.status.clear();
+    // Every loader's account added up; unknown when one loader kept none.
+    m.accounting = loads.iter().try_fold(
+        rxsteer_records::load::Accounting::default(),
+        |mut sum, l| {
+            sum.add(l.accounting.as_ref()?);
+            Some(sum)
+        },
+    );
     let mut allocs = 0.0;
     for l in std::iter::once(first).chain(rest) {
         if l.latency_us.histogram.is_empty() && l.requests > 0 {

@@ -223,13 +223,25 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
             ),
         );
         let (lo, hi) = span.bounds(|r| kernel::program(r, name).1);
+        let ns_subject = subject(Figure::ProgramNs, "ms", "prog info run_time_ns", name);
+        let ns_in_windows = (lo + hi) / 2.0 * on;
         out.push(
-            subject(Figure::ProgramNs, "ms", "prog info run_time_ns", name).judge(
-                skew(Figure::ProgramNs, ns) / 1e6,
-                lo / 1e6,
-                hi / 1e6,
-                ns_allowed.with_floor(0.01),
-            ),
+            if cx.stats == BpfStatsChoice::Sampled && ns_in_windows < MIN_SAMPLED_NS {
+                ns_subject.skipped(format!(
+                    "{:.2} ms of run time fell in the sampled windows, too little to judge \
+                     (at least {} ms): one run held up by an interrupt or a preempted vCPU \
+                     moves it by tens of percent; the always span checks this program",
+                    ns_in_windows / 1e6,
+                    MIN_SAMPLED_NS / 1e6
+                ))
+            } else {
+                ns_subject.judge(
+                    skew(Figure::ProgramNs, ns) / 1e6,
+                    lo / 1e6,
+                    hi / 1e6,
+                    ns_allowed.with_floor(0.01),
+                )
+            },
         );
         if let Some((own, source, allowed)) = own_count(samples, name, cx.stats, on) {
             out.push(
@@ -249,6 +261,11 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
 /// 400 the count's own precision is 14 % (three standard errors), its run time's three times
 /// that; fewer say nothing a user could act on.
 const MIN_SAMPLED_RUNS: f64 = 400.0;
+
+/// The least run time (ns) the sampled windows must hold for their scaled run time to be
+/// judged: a program's runs take ~100 ns, and a single run an interrupt or the hypervisor
+/// held up for 50 us (seen here) is 5 % of a millisecond, ten times over once scaled.
+const MIN_SAMPLED_NS: f64 = 1e6;
 
 /// A program's own count of what it ran on, over the same samples: softirq_exit counts every
 /// softirq it closes, the XDP observer every frame, tc ingress every packet.

@@ -348,28 +348,25 @@ fn span(
     let n = (args.duration.as_secs_f64() / args.interval.as_secs_f64()).floor() as u32;
     let mut samples = Vec::new();
     let mut end = None;
-    // The kernel is read at the span's two ends only: a read inside a sampled window would
-    // be work the window times. Before the last window opens, where the statistics are
-    // sampled (its width then bounds the reference, well inside the sampled tolerance).
+    // The kernel is read at the span's two ends only, right around the sampler's reads:
+    // the sampled window, in the middle of each interval, is over by then (a read inside
+    // it would be work the window times).
     for i in 1..=n {
         let due = t0 + args.interval * i;
-        let last = i == n;
-        let mut a = None;
-        if let Some(w) = sampler.stats_window() {
-            sleep_until(due - w, stop)?;
-            if last {
-                a = Some(reader.read(|| sampler.program_runs_now())?);
-            }
+        if let Some((opens, closes)) = sampler.stats_window_around(due) {
+            sleep_until(opens, stop)?;
             sampler.open_stats_window()?;
+            sleep_until(closes, stop)?;
+            sampler.close_stats_window()?;
         }
         sleep_until(due, stop)?;
-        if last && a.is_none() {
-            a = Some(reader.read(|| sampler.program_runs_now())?);
+        if i < n {
+            samples.push(sampler.sample()?);
+            continue;
         }
+        let a = reader.read(|| sampler.program_runs_now())?;
         samples.push(sampler.sample()?);
-        if let Some(a) = a {
-            end = Some((a, reader.read(|| sampler.program_runs_now())?));
-        }
+        end = Some((a, reader.read(|| sampler.program_runs_now())?));
     }
     let end = end.expect("at least two samples (checked with the flags)");
     Ok((samples, start, end, sampler.into_counters()))
