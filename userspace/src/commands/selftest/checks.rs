@@ -29,14 +29,19 @@ pub struct Context<'a> {
     pub skew: Option<(Figure, f64)>,
 }
 
+/// `v`, rxsteer's value of `f`, multiplied where --skew names `f`.
+pub fn skewed(skew: Option<(Figure, f64)>, f: Figure, v: f64) -> f64 {
+    match skew {
+        Some((s, k)) if s == f => v * k,
+        _ => v,
+    }
+}
+
 /// Every figure but the programs' (checked once, in the span with the statistics always on,
 /// whose reads end right at its last sample).
 pub fn figures(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
     let mut out = Vec::new();
-    let skew = |f: Figure, v: f64| match cx.skew {
-        Some((s, k)) if s == f => v * k,
-        _ => v,
-    };
+    let skew = |f: Figure, v: f64| skewed(cx.skew, f, v);
     let sum = |f: &dyn Fn(&Sample) -> u64| samples.iter().map(f).sum::<u64>() as f64;
     let cpu_sum = |cpu: u32, f: &dyn Fn(&rxsteer_records::CpuSample) -> u64| {
         sum(&|s| s.cpus.iter().filter(|c| c.cpu == cpu).map(f).sum())
@@ -141,10 +146,7 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
             subject(Figure::ProgramRuns, "runs", "prog info", "every program").skipped(why),
         ];
     }
-    let skew = |f: Figure, v: f64| match cx.skew {
-        Some((s, k)) if s == f => v * k,
-        _ => v,
-    };
+    let skew = |f: Figure, v: f64| skewed(cx.skew, f, v);
     // The sampler's figures, summed over the span, by program.
     let mut sampled: Vec<(String, f64, f64)> = Vec::new();
     for s in samples {

@@ -119,7 +119,6 @@ pub fn run(args: &SelftestArgs) -> Result<()> {
         Some(iface) => watching(args, iface, &stop)?,
     };
     report.loaded = loaded;
-    report.skewed = args.skew.map(|(f, k)| format!("{f} x {k}"));
     if args.json {
         // The table still goes to the terminal (stderr), for whoever watches the run.
         println!("{}", serde_json::to_string(&report)?);
@@ -208,21 +207,12 @@ fn in_lab(args: &SelftestArgs, stop: &Arc<AtomicBool>) -> Result<SelftestReport>
     drop(dp);
     let iface = lab.veth.server_dev.clone();
     drop(lab);
-    Ok(SelftestReport {
-        place: Place::Lab {
-            requests,
-            rate_per_s: args.rate as f64,
-            connections: args.connections,
-        },
-        iface,
-        kernel: kernel_release(),
-        online_cpus: online.len(),
-        span_s: args.duration.as_secs_f64(),
-        interval_s: args.interval.as_secs_f64(),
-        loaded: None,
-        skewed: None,
-        checks,
-    })
+    let place = Place::Lab {
+        requests,
+        rate_per_s: args.rate as f64,
+        connections: args.connections,
+    };
+    Ok(report(args, place, iface, checks))
 }
 
 /// An interface of this host, watched only.
@@ -261,19 +251,26 @@ fn watching(args: &SelftestArgs, iface: &str, stop: &Arc<AtomicBool>) -> Result<
             .skipped("--iface watches live traffic: no load of rxsteer's to count"),
     );
     drop(dp);
-    Ok(SelftestReport {
-        place: Place::Iface {
-            name: iface.to_string(),
-        },
-        iface: iface.to_string(),
-        kernel: kernel_release(),
-        online_cpus: online.len(),
+    let place = Place::Iface {
+        name: iface.to_string(),
+    };
+    Ok(report(args, place, iface.to_string(), checks))
+}
+
+/// The report of a self-check at `place` on `iface`, as the machine and the flags were.
+fn report(args: &SelftestArgs, place: Place, iface: String, checks: Vec<Check>) -> SelftestReport {
+    let machine = crate::machine::environment();
+    SelftestReport {
+        place,
+        iface,
+        kernel: machine.kernel,
+        online_cpus: machine.online_cpus,
         span_s: args.duration.as_secs_f64(),
         interval_s: args.interval.as_secs_f64(),
         loaded: None,
-        skewed: None,
+        skewed: args.skew.map(|(f, k)| format!("{f} x {k}")),
         checks,
-    })
+    }
 }
 
 /// What the spans' checks need of the place.
@@ -389,10 +386,7 @@ fn loader_checks(
     asked: u64,
     skew: Option<(Figure, f64)>,
 ) -> Vec<Check> {
-    let skewed = |f: Figure, v: f64| match skew {
-        Some((s, k)) if s == f => v * k,
-        _ => v,
-    };
+    let skewed = |f: Figure, v: f64| checks::skewed(skew, f, v);
     let finished = (r.requests + r.error_total()) as f64;
     let exact = rxsteer_records::selftest::Allowance::exact();
     vec![
@@ -414,12 +408,6 @@ fn loader_checks(
 
 fn is_veth(iface: &str) -> bool {
     std::fs::read_link(format!("/sys/class/net/{iface}/device")).is_err()
-}
-
-fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
 }
 
 /// The report as a table: one line a figure, the verdict last.
