@@ -215,6 +215,21 @@ impl Subject {
         }
     }
 
+    /// Both figures shown, their difference too, but not judged: no tolerance can be stated
+    /// (`why` says which bias or tail). Never counted as a pass.
+    pub fn shown(self, rxsteer: f64, low: f64, high: f64, why: impl Into<String>) -> Check {
+        let (low, high) = (low.min(high), low.max(high));
+        let reference = (low + high) / 2.0;
+        Check {
+            rxsteer,
+            reference_low: low,
+            reference_high: high,
+            reference,
+            difference: rxsteer - reference,
+            ..self.skipped(why)
+        }
+    }
+
     /// Not compared, and why.
     pub fn skipped(self, why: impl Into<String>) -> Check {
         Check {
@@ -236,6 +251,12 @@ impl Subject {
 }
 
 impl Check {
+    /// Not judged, but both figures are there to read (see `Subject::shown`).
+    pub fn is_shown(&self) -> bool {
+        matches!(self.verdict, Verdict::Skipped(_))
+            && (self.rxsteer != 0.0 || self.reference_high != 0.0)
+    }
+
     /// The difference as a share of the reference (None where it counted none).
     pub fn difference_share(&self) -> Option<f64> {
         (self.reference != 0.0).then(|| self.difference / self.reference)

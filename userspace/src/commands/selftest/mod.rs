@@ -298,7 +298,7 @@ fn spans_of(
         Some(Err(why)) => Some(why.as_str()),
         _ => None,
     };
-    let tick_ns = checks::tick_ns();
+    let irq_time_accounting = checks::irq_time_accounting();
     let mut out = Vec::new();
     for stats in [BpfStatsChoice::Sampled, BpfStatsChoice::Always] {
         let (samples, start, end, back) = span(args, iface, counters.take(), stats, reader, stop)?;
@@ -309,7 +309,7 @@ fn spans_of(
             no_bpf: place.no_bpf,
             no_prog_info,
             virtual_iface: place.virtual_iface,
-            tick_ns,
+            irq_time_accounting,
             skew: args.skew,
         };
         let span = checks::span(&start, &end);
@@ -446,7 +446,24 @@ fn table(r: &SelftestReport) -> String {
             (Some(cpu), _) => format!("CPU {cpu}"),
             (None, of) => of.to_string(),
         };
+        let diff = || {
+            c.difference_share().map_or_else(
+                || number(c.difference, &c.unit),
+                |s| format!("{:+.2}%", s * 100.0),
+            )
+        };
         let line = match &c.verdict {
+            Verdict::Skipped(why) if c.is_shown() => format!(
+                "{:<20} {:<26} {:>12} {:>12} {:>9} {:>9} {:<8} {} ({why})",
+                c.figure.as_str(),
+                what,
+                number(c.rxsteer, &c.unit),
+                number(c.reference, &c.unit),
+                diff(),
+                "-",
+                "shown",
+                c.source,
+            ),
             Verdict::Skipped(why) => format!(
                 "{:<20} {:<26} {:>12} {:>12} {:>9} {:>9} {:<8} {why}",
                 c.figure.as_str(),
@@ -463,10 +480,7 @@ fn table(r: &SelftestReport) -> String {
                 what,
                 number(c.rxsteer, &c.unit),
                 number(c.reference, &c.unit),
-                c.difference_share().map_or_else(
-                    || number(c.difference, &c.unit),
-                    |s| format!("{:+.2}%", s * 100.0)
-                ),
+                diff(),
                 percent_or(c.tolerance, c.reference, &c.unit),
                 if *v == Verdict::Pass { "pass" } else { "FAIL" },
                 c.source,
