@@ -346,6 +346,20 @@ mod tests {
     }
 
     #[test]
+    fn a_shown_check_carries_both_figures_and_is_never_judged() {
+        let s = Subject::new(Figure::SoftirqTime, "ms", "/proc/stat softirq");
+        let c = s.shown(297.0, 590.0, 600.0, "tick-sampled");
+        assert_eq!(
+            (c.rxsteer, c.reference, c.difference),
+            (297.0, 595.0, -298.0)
+        );
+        assert_eq!(c.verdict, Verdict::Skipped("tick-sampled".into()));
+        assert!(c.is_shown());
+        let plain = Subject::new(Figure::Cpumap, "frames", "x").skipped("none");
+        assert!(!plain.is_shown());
+    }
+
+    #[test]
     fn a_skipped_check_is_neither_passed_nor_failed_and_says_why() {
         let r = SelftestReport {
             place: Place::Iface {
