@@ -107,6 +107,13 @@ pub fn run(args: &SelftestArgs) -> Result<()> {
             args.duration
         );
     }
+    // Refused before anything starts, the wait for a quiet machine included.
+    if args.iface.is_none() {
+        privilege::require(
+            "rxsteer selftest (the lab; --iface watches without one)",
+            &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
+        )?;
+    }
     let stop = stop_on_signals()?;
     let loaded = crate::machine::quiet_machine(
         "rxsteer selftest",
@@ -143,10 +150,6 @@ pub fn run(args: &SelftestArgs) -> Result<()> {
 
 /// The lab under a paced load of its own.
 fn in_lab(args: &SelftestArgs, stop: &Arc<AtomicBool>) -> Result<SelftestReport> {
-    privilege::require(
-        "rxsteer selftest (the lab; --iface watches without one)",
-        &[Cap::SysAdmin, Cap::NetAdmin, Cap::Bpf, Cap::Perfmon],
-    )?;
     let online = rxsteer_tune::cpus::online_cpus()?;
     let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
