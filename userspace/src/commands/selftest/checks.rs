@@ -228,19 +228,12 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
         );
         let (lo, hi) = span.bounds(|r| kernel::program(r, name).1);
         let ns_subject = subject(Figure::ProgramNs, "ms", "prog info run_time_ns", name);
+        let (v, lo, hi) = (skew(Figure::ProgramNs, ns) / 1e6, lo / 1e6, hi / 1e6);
         out.push(match cx.stats {
-            BpfStatsChoice::Sampled => ns_subject.shown(
-                skew(Figure::ProgramNs, ns) / 1e6,
-                lo / 1e6,
-                hi / 1e6,
-                HEAVY_TAIL,
-            ),
-            BpfStatsChoice::Always => ns_subject.judge(
-                skew(Figure::ProgramNs, ns) / 1e6,
-                lo / 1e6,
-                hi / 1e6,
-                Allowance::exact().with_floor(0.01),
-            ),
+            BpfStatsChoice::Sampled => ns_subject.shown(v, lo, hi, HEAVY_TAIL),
+            BpfStatsChoice::Always => {
+                ns_subject.judge(v, lo, hi, Allowance::exact().with_floor(0.01))
+            }
         });
         if let Some((own, source, allowed)) = own_count(samples, name, cx.stats, on) {
             out.push(
@@ -276,8 +269,7 @@ const HEAVY_TAIL: &str = "a sampled run time is an estimate from a tenth of the 
 const TICK_SAMPLED: &str = "this kernel has no CONFIG_IRQ_TIME_ACCOUNTING: /proc/stat's softirq \
      column counts the ticks that fell in softirq, and a tick held back while interrupts were \
      off may land as softirq starts (an aarch64 guest read twice the traced time, \
-     results/2026-12-06-ci-selftest-failures): shown, not \
-     judged";
+     results/2026-12-06-ci-selftest-failures): shown, not judged";
 
 /// A program's own count of what it ran on, over the same samples: softirq_exit counts every
 /// softirq it closes, the XDP observer every frame, tc ingress every packet.

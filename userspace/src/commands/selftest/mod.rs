@@ -449,47 +449,40 @@ fn table(r: &SelftestReport) -> String {
             (Some(cpu), _) => format!("CPU {cpu}"),
             (None, of) => of.to_string(),
         };
-        let diff = || {
-            c.difference_share().map_or_else(
+        // The figures' columns ("-" where nothing was compared), the verdict, what follows.
+        let figures = || {
+            let diff = c.difference_share().map_or_else(
                 || number(c.difference, &c.unit),
                 |s| format!("{:+.2}%", s * 100.0),
-            )
+            );
+            [
+                number(c.rxsteer, &c.unit),
+                number(c.reference, &c.unit),
+                diff,
+            ]
         };
-        let line = match &c.verdict {
-            Verdict::Skipped(why) if c.is_shown() => format!(
-                "{:<20} {:<26} {:>12} {:>12} {:>9} {:>9} {:<8} {} ({why})",
-                c.figure.as_str(),
-                what,
-                number(c.rxsteer, &c.unit),
-                number(c.reference, &c.unit),
-                diff(),
-                "-",
+        let dashes = || ["-".to_string(), "-".to_string(), "-".to_string()];
+        let (shown, tolerance, verdict, tail) = match &c.verdict {
+            Verdict::Skipped(why) if c.is_shown() => (
+                figures(),
+                "-".to_string(),
                 "shown",
-                c.source,
+                format!("{} ({why})", c.source),
             ),
-            Verdict::Skipped(why) => format!(
-                "{:<20} {:<26} {:>12} {:>12} {:>9} {:>9} {:<8} {why}",
-                c.figure.as_str(),
-                what,
-                "-",
-                "-",
-                "-",
-                "-",
-                "skipped"
-            ),
-            v => format!(
-                "{:<20} {:<26} {:>12} {:>12} {:>9} {:>9} {:<8} {} ({})",
-                c.figure.as_str(),
-                what,
-                number(c.rxsteer, &c.unit),
-                number(c.reference, &c.unit),
-                diff(),
+            Verdict::Skipped(why) => (dashes(), "-".to_string(), "skipped", why.clone()),
+            v => (
+                figures(),
                 percent_or(c.tolerance, c.reference, &c.unit),
                 if *v == Verdict::Pass { "pass" } else { "FAIL" },
-                c.source,
-                c.allowed
+                format!("{} ({})", c.source, c.allowed),
             ),
         };
+        let [rxsteer, reference, diff] = shown;
+        let line = format!(
+            "{:<20} {:<26} {rxsteer:>12} {reference:>12} {diff:>9} {tolerance:>9} {verdict:<8} {tail}",
+            c.figure.as_str(),
+            what,
+        );
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
