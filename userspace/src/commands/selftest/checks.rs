@@ -9,7 +9,10 @@ use rxsteer_records::{
     BpfStatsChoice, Sample,
 };
 
-use super::kernel::{self, KernelRead, Span};
+use super::{
+    kernel::{self, KernelRead, Span},
+    sampled,
+};
 
 /// What a span's checks need beside the samples and the kernel's reads.
 pub struct Context<'a> {
@@ -192,6 +195,12 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
     let window: f64 = samples.iter().filter_map(|s| s.bpf_window_s).sum();
     let whole: f64 = samples.iter().map(|s| s.interval_s).sum();
     let on = if whole > 0.0 { window / whole } else { 0.0 };
+    let sums = |name: &str| -> (f64, f64) {
+        sampled
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map_or((0.0, 0.0), |(_, r, ns)| (*r, *ns))
+    };
     let mut out = Vec::new();
     for name in &names {
         let (lo, hi) = span.bounds(|r| kernel::program(r, name).0);
@@ -208,24 +217,21 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
             );
             continue;
         }
+        // The runs' tolerance, or why a sampled count is only shown.
         let runs_allowed = match cx.stats {
             BpfStatsChoice::Sampled => {
-                Allowance::share(0.01f64.max(counting_precision((lo + hi) / 2.0, on)))
+                sampled::allowed_share(&sampled::runs_by_window(samples, name), on)
+                    .map(Allowance::share)
             }
-            BpfStatsChoice::Always => Allowance::exact(),
+            BpfStatsChoice::Always => Ok(Allowance::exact()),
         };
-        let (runs, ns) = sampled
-            .iter()
-            .find(|(n, ..)| n == name)
-            .map_or((0.0, 0.0), |(_, r, ns)| (*r, *ns));
-        out.push(
-            subject(Figure::ProgramRuns, "runs", "prog info run_cnt", name).judge(
-                skew(Figure::ProgramRuns, runs),
-                lo,
-                hi,
-                runs_allowed.with_floor(3.0),
-            ),
-        );
+        let (runs, ns) = sums(name);
+        let runs_subject = subject(Figure::ProgramRuns, "runs", "prog info run_cnt", name);
+        let runs_v = skew(Figure::ProgramRuns, runs);
+        out.push(match &runs_allowed {
+            Ok(allowed) => runs_subject.judge(runs_v, lo, hi, allowed.with_floor(3.0)),
+            Err(why) => runs_subject.shown(runs_v, lo, hi, why.clone()),
+        });
         let (lo, hi) = span.bounds(|r| kernel::program(r, name).1);
         let ns_subject = subject(Figure::ProgramNs, "ms", "prog info run_time_ns", name);
         let (v, lo, hi) = (skew(Figure::ProgramNs, ns) / 1e6, lo / 1e6, hi / 1e6);
@@ -235,7 +241,10 @@ pub fn programs(samples: &[Sample], span: &Span, cx: &Context) -> Vec<Check> {
                 ns_subject.judge(v, lo, hi, Allowance::exact().with_floor(0.01))
             }
         });
-        if let Some((own, source, allowed)) = own_count(samples, name, cx.stats, on) {
+        let Ok(runs_allowed) = runs_allowed else {
+            continue; // the own count's tolerance is the runs' own
+        };
+        if let Some((own, source, allowed)) = own_count(samples, name, runs_allowed) {
             out.push(
                 subject(Figure::ProgramOwnCount, "runs", source, name).judge(
                     skew(Figure::ProgramOwnCount, runs),
@@ -276,47 +285,26 @@ const TICK_SAMPLED: &str = "this kernel has no CONFIG_IRQ_TIME_ACCOUNTING: /proc
 fn own_count(
     samples: &[Sample],
     program: &str,
-    stats: BpfStatsChoice,
-    on: f64,
+    runs_allowed: Allowance,
 ) -> Option<(f64, &'static str, Allowance)> {
     let sum = |f: &dyn Fn(&rxsteer_records::CpuSample) -> u64| {
         samples.iter().flat_map(|s| &s.cpus).map(f).sum::<u64>() as f64
     };
-    // Both read in one snapshot, a few ms apart: a few runs either way even when every run
-    // is counted.
-    let (share_softirq, share_packets) = match stats {
-        BpfStatsChoice::Sampled => (0.01, 0.005),
-        BpfStatsChoice::Always => (0.002, 0.002),
-    };
-    let (count, source, share): (f64, &str, f64) = match program {
+    let (count, source): (f64, &str) = match program {
         "softirq_exit" => (
             sum(&|c| c.softirq_runs.iter().sum()),
             "its softirq count (every vector)",
-            share_softirq,
         ),
         "rx_account" | "rx_account_frags" | "rx_account_frag" => {
-            (sum(&|c| c.packets), "its packet count", share_packets)
+            (sum(&|c| c.packets), "its packet count")
         }
-        "tc_ingress" => (sum(&|c| c.stack_packets), "its packet count", share_packets),
+        "tc_ingress" => (sum(&|c| c.stack_packets), "its packet count"),
         _ => return None,
     };
-    let share = match stats {
-        BpfStatsChoice::Sampled => share.max(counting_precision(count, on)),
-        BpfStatsChoice::Always => share,
-    };
+    // Both read in one snapshot, a few ms apart: a few runs either way even when every run
+    // is counted; sampled, the windows' own precision on top.
+    let share = runs_allowed.relative.max(0.002);
     Some((count, source, Allowance::share(share).with_floor(5.0)))
-}
-
-/// How far a sampled figure may be off from counting only a share `on` of the span: the
-/// window's count of `n` runs spread at random is binomial, so the scaled estimate's
-/// standard error is sqrt(n (1 - on) / on); three of those, as a share of `n`. A paced
-/// stream's runs are spread evenly and come out far closer (the stored runs show how close);
-/// softirqs, a few hundred a second, are what this bound is for.
-fn counting_precision(n: f64, on: f64) -> f64 {
-    if n <= 0.0 || on <= 0.0 || on >= 1.0 {
-        return 0.0;
-    }
-    3.0 * (n * (1.0 - on) / on).sqrt() / n
 }
 
 /// A kthread's schedstat moves only when the scheduler updates it: a thread running at the

@@ -8,6 +8,7 @@
 mod checks;
 mod kernel;
 mod load;
+mod sampled;
 
 use anyhow::{bail, Context, Result};
 use std::{
@@ -40,8 +41,9 @@ pub struct SelftestArgs {
     /// observe programs only, no tc witness, nothing steered or tuned).
     #[arg(long)]
     pub iface: Option<String>,
-    /// How long each of the two spans is sampled (2s to 10m).
-    #[arg(long, short = 'd', default_value = "4s", value_parser = parse_span)]
+    /// How long each of the two spans is sampled (2s to 10m). A sampled count is judged
+    /// from 10 windows on (10s at a 1s interval), shown below that.
+    #[arg(long, short = 'd', default_value = "10s", value_parser = parse_span)]
     pub duration: Duration,
     /// Sampling interval, as `top` samples (the sampled statistics' window is a tenth of it).
     #[arg(long, default_value = "1s", value_parser = crate::observe::parse_interval)]
