@@ -120,10 +120,10 @@ say data rx-irq-affinity "before=$aff0 after=$(cat /proc/irq/$rxirq/smp_affinity
 # selftest: rxsteer's figures against the kernel's own counts on this driver (its interrupts
 # among them), watching a bounded load it did not send; the report whole, for the host and
 # the matrix's store.
-ip netns exec client rxload "http://10.199.0.1:8080/health" -c 2 -t 1 -d 30s --warmup 0s >/dev/null 2>&1 &
+ip netns exec client rxload "http://10.199.0.1:8080/health" -c 2 -t 1 -d 40s --warmup 0s >/dev/null 2>&1 &
 stload=$!
 sleep 1
-rxsteer selftest --iface "$SRV" -d 3s --force --json >/tmp/selftest.json 2>/tmp/selftest.err
+rxsteer selftest --iface "$SRV" -d 10s --force --json >/tmp/selftest.json 2>/tmp/selftest.err
 say data selftest-rc $?
 kill $stload 2>/dev/null; wait $stload 2>/dev/null
 sed "s/^/RXVM log selftest: /" /tmp/selftest.err
