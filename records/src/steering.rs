@@ -14,9 +14,11 @@ names! {
     /// A steering mode: what `attach --steer` puts in place, a comparison's arm, a tuning
     /// profile, what `install` keeps in place.
     Mode, "steering mode" {
-        /// Everything back to the snapshot; XDP only observes.
+        /// Untuned: everything back to the snapshot; no XDP program (the receive tracepoints
+        /// observe).
         None = "none",
-        /// Kernel RPS/RFS/XPS and the reference sysctls; XDP only observes.
+        /// Kernel RPS/RFS/XPS and the reference sysctls; no XDP program (the receive
+        /// tracepoints observe).
         Rps = "rps",
         /// RFS alone: each flow's packets to the CPU its reader last ran on; no RPS spreading
         /// of flows nobody reads yet, no XPS.

@@ -1,4 +1,3 @@
-use clap::Parser;
 use rxsteer::Cli;
 
 fn main() {
@@ -7,7 +6,7 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_target(true)
         .init();
-    let cli = Cli::parse();
+    let cli = Cli::from_command_line();
     let result = cli.run();
     if let Err(e) = result {
         // A reader that closed our stdout early (`| head`): everything was already cleaned up

@@ -48,7 +48,7 @@ enum Task {
         #[arg(value_enum, default_value = "all")]
         which: Which,
     },
-    /// The main job: build, then compare untuned, RPS and cpumap for HTTP and ZAP
+    /// The main job: build, then compare every steering mode against untuned for HTTP and ZAP
     /// (`rxsteer compare`): in the embedded veth lab, or on a real NIC with --iface. Other
     /// arguments go to it (e.g. --steer cpumap -d 5s --reps 3 --no-tui). Needs root.
     Run {

@@ -1,5 +1,5 @@
 //! `rxsteer lab`: build the embedded lab, observe its receive path under a bounded load, tear
-//! it down. The steering comparison (none / rps / cpumap) builds on this.
+//! it down. The steering comparison (every mode of records::steering) builds on this.
 use anyhow::Result;
 use std::{
     sync::{atomic::Ordering, Arc},

@@ -1,5 +1,5 @@
-//! `rxsteer compare` (what `cargo xtask run` runs): untuned vs RPS vs cpumap, measured side by
-//! side for HTTP/1.1 and ZAP. For each repetition (mode order rotated) and each mode:
+//! `rxsteer compare` (what `cargo xtask run` runs): every steering mode of records::steering
+//! against untuned, measured side by side for HTTP/1.1 and ZAP. For each repetition (mode order rotated) and each mode:
 //! `rxsteer attach` applies the mode and observes, `rxsteer serve` serves both transports, and
 //! rxload drives each protocol in turn. Every load's req/s is a ratio to untuned from the same
 //! repetition and protocol, next to where the receive work went per CPU in its measured

@@ -32,8 +32,8 @@ pub struct InstallArgs {
     /// The interface to steer at every boot (it must exist on this box).
     #[arg(long)]
     pub iface: String,
-    /// rps (RPS/RFS/XPS and the reference sysctls: on a server, and on a loader box as the
-    /// reference script is run there) or cpumap (XDP redirect into a BPF cpumap).
+    /// The steering to keep: a mode with a tuning (its help lists them from the steering
+    /// table: `Cli::command`).
     #[arg(long, value_parser = steering_profile)]
     pub steer: Mode,
     #[command(flatten)]
