@@ -1,8 +1,6 @@
 //! rxload: the HTTP/1.1 and ZAP load generator. Closed loop (one request in flight per
 //! connection), warm-up excluded, HDR latency merged across threads, every response validated,
 //! errors counted by kind, client allocations per request and the tool's own CPU time.
-mod bind;
-mod cli;
 mod conn;
 mod cputime;
 mod hgrm;
@@ -11,8 +9,9 @@ mod output;
 mod run;
 mod uring;
 
-// The byte-level pieces, shared with the fuzzer (lib.rs).
-use rxload::{response, scenario, stats, target};
+// The byte-level pieces, shared with the fuzzer, and the command line, which rxsteer's man
+// pages and completions are written from too (lib.rs).
+use rxload::{bind, cli, response, scenario, stats, target};
 
 use clap::Parser;
 

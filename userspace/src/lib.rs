@@ -73,6 +73,9 @@ enum Cmd {
     Selftest(commands::selftest::SelftestArgs),
     /// Serve HTTP/1.1 and ZAP-HTTP (GET /health, POST /rpc, POST /echo, POST /upload). Needs no privileges.
     Serve(serve::ServeArgs),
+    /// Write man pages and bash, zsh and fish completions for rxsteer and rxload into a folder
+    /// (what `cargo xtask dist` installs).
+    Generate(commands::generate::GenerateArgs),
 }
 
 #[derive(clap::Args)]
@@ -150,6 +153,7 @@ impl Cli {
             Cmd::Tune(cmd) => tune::run(&cmd),
             Cmd::Restore => tune::restore(),
             Cmd::Serve(args) => serve::run(&args),
+            Cmd::Generate(args) => commands::generate::run(&args),
             Cmd::Selftest(args) => commands::selftest::run(&args),
             Cmd::Install(args) => install::install(&args),
             Cmd::Uninstall(args) => install::uninstall(&args),

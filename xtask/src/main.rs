@@ -2,6 +2,7 @@
 mod bench;
 mod cmd;
 mod cross;
+mod dist;
 mod ensure;
 mod fuzz;
 mod leftovers;
@@ -40,6 +41,9 @@ enum Task {
     Lint,
     /// Run the cargo-fuzz targets (installs cargo-fuzz; nightly), bounded in time or runs.
     Fuzz(fuzz::FuzzArgs),
+    /// Build the release binaries and write their man pages and bash, zsh and fish
+    /// completions into target/dist (`--install`: under /usr/local, or --prefix).
+    Dist(dist::DistArgs),
     /// Boot QEMU guests over Debian's kernels (x86_64, aarch64; e1000, e1000e, virtio-net)
     /// and run rxsteer's checks inside each (root; TCG where KVM does not work).
     Vm(vm::VmArgs),
@@ -148,6 +152,11 @@ fn real_main() -> Result<()> {
         Task::Fuzz(args) => fuzz::run(&paths, &args),
         Task::Lint => lint(&paths),
         Task::Vm(args) => vm::run(&paths, &args),
+        Task::Dist(args) => {
+            build_ebpf(&paths)?;
+            build_rxsteer(&paths)?;
+            dist::run(&paths, &args)
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! other modules) and never another command: what two commands share moves down into it.
 pub mod attach;
 pub mod compare;
+pub mod generate;
 pub mod install;
 pub mod lab;
 pub mod selftest;
