@@ -20,7 +20,7 @@ use std::{
 
 use rxsteer_records::{
     run::{core_kinds, CoreKind},
-    CpuSample, Observed, Observer, Sample,
+    CpuSample, Observed, Observer, Sample, SampleLine,
 };
 use std::collections::BTreeMap;
 
@@ -255,6 +255,34 @@ fn observer_lines(how: &Observed) -> (String, &'static str) {
         }
         _ => (format!("observer {}", how.observer), how.observer.meaning()),
     }
+}
+
+/// The live view as `top` draws it over these stored sample lines (the last ones, as many as
+/// the view keeps), on a `width` x `height` terminal, as an SVG picture.
+pub fn picture(lines: &[SampleLine], width: u16, height: u16) -> Result<String> {
+    let last = lines
+        .last()
+        .ok_or_else(|| anyhow::anyhow!("no sample lines to draw"))?;
+    let how = Observed {
+        observer: last.observer.unwrap_or(Observer::Xdp),
+        xdp_mode: last.xdp_mode,
+        xdp_frags: last.xdp_frags.unwrap_or(false),
+        tc: last
+            .tc
+            .clone()
+            .unwrap_or(rxsteer_records::TcAttached::Unavailable(
+                "not recorded".into(),
+            )),
+        level: last.observe.unwrap_or(rxsteer_records::ObserveLevel::Full),
+    };
+    let history: VecDeque<Sample> = lines
+        .iter()
+        .skip(lines.len().saturating_sub(HISTORY))
+        .map(|l| l.sample.clone())
+        .collect();
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))?;
+    terminal.draw(|f| draw(f, &history, &CpuKinds::default(), &last.iface, &how))?;
+    Ok(crate::screenshot::svg(terminal.backend().buffer()))
 }
 
 fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str, how: &Observed) {
@@ -505,6 +533,20 @@ mod tests {
             text.contains("25.0"),
             "NET_RX% of a quarter second in one second"
         );
+    }
+
+    /// The picture is the live view's own drawing: its title, its CPUs and a heat cell's
+    /// colour come out in the SVG.
+    #[test]
+    fn the_picture_is_the_live_views_drawing() {
+        let lines: Vec<SampleLine> = (0..30)
+            .map(|_| SampleLine::new("eth0", &skb_xdp(), many(4)))
+            .collect();
+        let svg = picture(&lines, 140, 24).unwrap();
+        assert!(svg.contains("rxsteer top  eth0  observer xdp"), "{svg}");
+        assert!(svg.contains("cpu3"), "{svg}");
+        assert!(svg.contains("<rect x="), "heat cells drawn: {svg}");
+        assert!(picture(&[], 140, 24).is_err());
     }
 
     /// `n` CPUs, some of them busy: CPU 0 (the RX core), the last, and every 16th.

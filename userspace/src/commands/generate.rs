@@ -12,10 +12,49 @@ pub struct GenerateArgs {
     /// Where to write: DIR/man/man1/*.1 and DIR/completions/{bash,zsh,fish}/.
     #[arg(long)]
     pub out: PathBuf,
+    /// Also draw the live view, as `top` draws it, over these stored sample lines (a
+    /// `samples-*.jsonl` of a comparison, or `top --json` output) into DIR/live-view.svg.
+    #[arg(long)]
+    pub picture: Option<PathBuf>,
+    /// The terminal the picture is drawn on, COLUMNSxROWS.
+    #[arg(long, default_value = "150x34", value_parser = parse_size)]
+    pub picture_size: (u16, u16),
+}
+
+/// `150x34`: a terminal of 80 to 400 columns and 20 to 200 rows.
+fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let bad = || {
+        format!("{s:?}: expected COLUMNSxROWS, 80 to 400 columns and 20 to 200 rows (e.g. 150x34)")
+    };
+    let (w, h) = s.split_once('x').ok_or_else(bad)?;
+    let (w, h): (u16, u16) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(80..=400).contains(&w) || !(20..=200).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
-    let written = write_all(&args.out)?;
+    let mut written = write_all(&args.out)?;
+    if let Some(from) = &args.picture {
+        let text =
+            std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
+        let lines = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(i, l)| {
+                serde_json::from_str::<rxsteer_records::SampleLine>(l).with_context(|| {
+                    format!("{} line {}: not a sample line", from.display(), i + 1)
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (w, h) = args.picture_size;
+        let to = args.out.join("live-view.svg");
+        std::fs::write(&to, crate::view::picture(&lines, w, h)?)
+            .with_context(|| format!("writing {}", to.display()))?;
+        written.push(to);
+    }
     println!(
         "rxsteer generate: {} files under {} (man -M {} rxsteer-compare)",
         written.len(),
