@@ -5,7 +5,6 @@ use anyhow::{bail, Context, Result};
 use std::{
     io::{BufRead, BufReader},
     process::{Child, Command},
-    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -57,36 +56,37 @@ pub fn terminate(c: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// Waits for a line containing `needle` on the child's stderr (at most 30 s), then keeps
-/// draining the rest so the child never blocks on a full pipe.
-pub fn wait_for(child: &mut Child, needle: &str) -> Result<()> {
+/// Waits for the child's readiness line on `pipe` (at most 30 s), and keeps draining its
+/// stderr meanwhile and after, so the child never blocks on a full pipe; where it is not
+/// ready, the error carries what it said. Returns the line (what it bound or watches).
+pub fn ready(child: &mut Child, pipe: crate::ready::Pipe) -> Result<String> {
     let err = child.stderr.take().context("stderr")?;
-    let (tx, rx) = mpsc::channel();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let keep = said.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
-            if tx.send(line).is_err() {
-                // Nobody listens any more: keep draining.
+            if let Ok(mut s) = keep.lock() {
+                // What it said before it was ready, for the error; a bounded tail after.
+                if s.len() < 16 * 1024 {
+                    s.push_str(&line);
+                    s.push('\n');
+                }
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return Ok(()),
-            Ok(line) => {
-                seen.push_str(&line);
-                seen.push('\n');
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                bail!("did not say {needle:?} within 30 s: {}", seen.trim())
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("exited before it was ready: {}", seen.trim())
-            }
+    pipe.wait(Duration::from_secs(30)).map_err(|e| {
+        // Its last words reach the drain a moment after the pipe ends.
+        std::thread::sleep(Duration::from_millis(100));
+        let said = said
+            .lock()
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        if said.is_empty() {
+            e
+        } else {
+            anyhow::anyhow!("{e:#}: {said}")
         }
-    }
+    })
 }
 
 /// The rxload binary: beside this executable (cargo builds both into one folder).

@@ -16,6 +16,7 @@ pub mod netns;
 pub mod observe;
 pub mod ports;
 pub mod privilege;
+pub mod ready;
 pub mod screenshot;
 pub mod signals;
 pub mod traffic;

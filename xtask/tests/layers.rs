@@ -423,3 +423,26 @@ fn paths_are_read_from_where_they_are_written() {
     );
     assert!(!code_of("x // crate::e\n/// crate::f").contains("crate"));
 }
+
+/// A child's readiness is read from the descriptor it writes to (`ready.rs`), never from its
+/// words (#51): no code of any crate waits for a phrase on a child's stderr, so rewording a
+/// message cannot break a comparison. The phrases compare once waited for, and the helper
+/// that did it, are refused by name.
+#[test]
+fn no_state_is_read_from_a_childs_words() {
+    let mut found = Vec::new();
+    for (krate, files) in crates() {
+        for (path, text) in files {
+            let code = code_of(&text);
+            for needle in ["wait_for(", "contains(\"observing", "contains(\"ZAP on"] {
+                if code.contains(needle) {
+                    found.push(format!("{krate}/src/{}: {needle}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "state read from a child's words: {found:?}");
+    let user = &crates()["userspace"];
+    let ready = code_of(&user[Path::new("ready.rs")]);
+    assert!(ready.contains("--ready-fd"), "the readiness descriptor's flag is gone");
+}

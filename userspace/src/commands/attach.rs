@@ -70,6 +70,10 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         o.xdp_mode,
         &steering_line(args, &sets, &input),
     );
+    crate::ready::announce(
+        args.ready_fd,
+        &format!("observing {} steer {}", o.iface, args.steer),
+    )?;
     let shown = o.show(sampler, how, &stop);
     drop(dp);
     if let Some(g) = guard {

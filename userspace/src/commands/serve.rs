@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// or later; refused in one line where the kernel does not allow it).
     #[arg(long, value_enum, default_value = "epoll")]
     pub io: ServerIo,
+    /// Write one line to this descriptor once serving (`serving http=ADDR zap=ADDR`), then
+    /// close it: how a parent that started the server learns it is ready (rxsteer compare).
+    #[arg(long, value_parser = crate::ready::parse_fd, hide = true)]
+    pub ready_fd: Option<std::os::fd::RawFd>,
     /// Pin workers to these CPUs.
     #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
     pub cpus: Option<CpuList>,
@@ -173,6 +177,12 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             b.usecs, b.budget
         ))
     );
+    let bound: Vec<String> = server
+        .addr
+        .iter()
+        .filter_map(|(p, a)| a.map(|a| format!("{p}={a}")))
+        .collect();
+    crate::ready::announce(args.ready_fd, &format!("serving {}", bound.join(" ")))?;
     let mut next_stats = args.stats.map(|d| std::time::Instant::now() + d);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));

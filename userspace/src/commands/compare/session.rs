@@ -86,14 +86,18 @@ impl Steering {
             interval,
             watch,
         );
-        let mut attach = crate::netns::command_at(site.ns(), &me)
+        let pipe = crate::ready::Pipe::new()?;
+        let mut cmd = crate::netns::command_at(site.ns(), &me);
+        let ready_fd = pipe.pass_to(&mut cmd);
+        let mut attach = cmd
             .args(&args)
+            .args(ready_fd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .context("starting rxsteer attach")?;
-        if let Err(e) = child::wait_for(&mut attach, "observing") {
+        if let Err(e) = child::ready(&mut attach, pipe) {
             let _ = attach.kill();
             let _ = attach.wait();
             return Err(e.context(format!("rxsteer attach --steer {}", arm.mode.as_str())));
@@ -139,8 +143,12 @@ impl Server {
             ServerHelp::Nothing => vec![],
             ServerHelp::BusyPoll { usecs } => vec!["--busy-poll".to_string(), usecs.to_string()],
         };
-        let serve = crate::netns::command_at(site.ns(), &me)
+        let pipe = crate::ready::Pipe::new()?;
+        let mut cmd = crate::netns::command_at(site.ns(), &me);
+        let ready_fd = pipe.pass_to(&mut cmd);
+        let serve = cmd
             .arg("serve")
+            .args(ready_fd)
             .args(listen)
             .args(["--cpus", &format_cpu_list(&site.server_cpus)])
             .args(["--io", server_io.as_str()])
@@ -152,7 +160,7 @@ impl Server {
             .context("starting rxsteer serve")?;
         // From here on, Drop stops it whatever fails.
         let mut server = Self { serve };
-        child::wait_for(&mut server.serve, "ZAP on").context("rxsteer serve")?;
+        child::ready(&mut server.serve, pipe).context("rxsteer serve")?;
         Ok(server)
     }
 
