@@ -57,10 +57,10 @@ enum Cmd {
     /// [`Cli::command`]).
     Compare(Box<compare::CompareArgs>),
     /// Render report.md from a comparison's run directory (its run.json).
-    Report { dir: std::path::PathBuf },
+    Report(commands::report::ReportArgs),
     /// PREDICT what each arm of a stored run would serve on more CPUs, from its measured costs
     /// per request and stage (writes RUN_DIR/predict-<N>cpus.md and .svg).
-    Predict(PredictArgs),
+    Predict(commands::predict::PredictArgs),
     /// Keep a steering in place at every boot (named from the steering table:
     /// [`Cli::command`]).
     Install(install::InstallArgs),
@@ -78,24 +78,6 @@ enum Cmd {
     /// Write man pages and bash, zsh and fish completions for rxsteer and rxload into a folder
     /// (what `cargo xtask dist` installs).
     Generate(commands::generate::GenerateArgs),
-}
-
-#[derive(clap::Args)]
-struct PredictArgs {
-    /// A comparison's run directory (its run.json must have every CPU's time split).
-    dir: std::path::PathBuf,
-    /// The CPU count to predict for (1 to 4096).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    cpus: u32,
-    /// The run's RX core (default: the lab's, from run.json).
-    #[arg(long)]
-    rx_cpu: Option<u32>,
-    /// Where the load generator runs on the predicted box.
-    #[arg(long, value_enum, default_value = "remote")]
-    loader: rxsteer_records::LoaderPlace,
-    /// Another stored run (e.g. an open-loop --rate run) to check the fitted costs against.
-    #[arg(long)]
-    check: Option<std::path::PathBuf>,
 }
 
 impl Cli {
@@ -165,14 +147,8 @@ impl Cli {
                 }
             }),
             Cmd::Compare(args) => compare::run(&args),
-            Cmd::Report { dir } => rxsteer_report::run(&dir),
-            Cmd::Predict(a) => rxsteer_report::predict::run(&rxsteer_report::predict::Ask {
-                dir: &a.dir,
-                cpus: a.cpus,
-                rx_cpu: a.rx_cpu,
-                loader: a.loader,
-                check: a.check.as_deref(),
-            }),
+            Cmd::Report(args) => commands::report::run(&args),
+            Cmd::Predict(args) => commands::predict::run(&args),
         }
     }
 }

@@ -5,6 +5,8 @@ pub mod compare;
 pub mod generate;
 pub mod install;
 pub mod lab;
+pub mod predict;
+pub mod report;
 pub mod selftest;
 pub mod serve;
 pub mod top;
