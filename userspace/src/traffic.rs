@@ -14,7 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{lab::Roles, netns::VethLab};
+use crate::{embedded_lab::Roles, netns::VethLab};
 
 pub const REQUEST_BYTES: usize = 64;
 

@@ -217,9 +217,9 @@ fn tcp_upload(lab: &rxsteer::netns::VethLab, cpu: u32, total: usize) {
 fn under_a_gro_upload_the_napi_polls_count_rx_packets_on_the_napi_cpu() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cpus = online_cpus();
-    let roles = rxsteer::lab::choose_roles(&cpus, &[], None, None, None).unwrap();
-    rxsteer::lab::EmbeddedLab::remove_leftovers().unwrap();
-    let lab = rxsteer::lab::EmbeddedLab::create(&roles).unwrap();
+    let roles = rxsteer::embedded_lab::choose_roles(&cpus, &[], None, None, None).unwrap();
+    rxsteer::embedded_lab::EmbeddedLab::remove_leftovers().unwrap();
+    let lab = rxsteer::embedded_lab::EmbeddedLab::create(&roles).unwrap();
     let v = &lab.veth;
     let (dp, counters) = observe_driver(&v.server, &v.server_dev);
     assert_eq!(v.server.xdp_attached(&v.server_dev).unwrap(), None);

@@ -9,7 +9,7 @@ use std::{
 use rxsteer_dataplane::{Dataplane, PortConfig};
 
 use crate::{
-    lab::{EmbeddedLab, RoleArgs},
+    embedded_lab::{EmbeddedLab, RoleArgs},
     observe::{observe, parse_interval, Output},
     privilege::{self, Cap},
     signals::stop_on_signals,
@@ -48,17 +48,17 @@ const LAB_PORT: u16 = 8080;
 
 /// The lab's roles from the flags and this machine's CPUs, said with what the run will be
 /// and anything an earlier run left.
-fn roles_said(args: &LabArgs) -> Result<crate::lab::Roles> {
+fn roles_said(args: &LabArgs) -> Result<crate::embedded_lab::Roles> {
     let online = online_cpus()?;
     let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
-    if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
+    if let Some(why) = crate::embedded_lab::why_roles(&roles, &kinds) {
         eprintln!("rxsteer lab: {why}");
     }
     for n in EmbeddedLab::remove_leftovers()? {
         eprintln!("rxsteer: removed network namespace {n} left by an earlier run");
     }
-    eprintln!("rxsteer lab: {}", crate::lab::describe(&roles));
+    eprintln!("rxsteer lab: {}", crate::embedded_lab::describe(&roles));
     if let Some(c) = rxsteer_records::small_machine_caveat(online.len()) {
         eprintln!("rxsteer lab: note: {c}");
     }

@@ -138,8 +138,8 @@ pub fn restore() -> Result<()> {
     let mut out = std::io::stdout().lock();
     host::remove_orphaned_state()?;
     rxsteer_dataplane::clsact::recover_crashed()?;
-    // A killed `lab` or `compare` leaves its namespaces (its owner is gone: see lab.rs).
-    let labs = match crate::lab::LabOwner::live() {
+    // A killed `lab` or `compare` leaves its namespaces (its owner is gone: see embedded_lab.rs).
+    let labs = match crate::embedded_lab::LabOwner::live() {
         Some(pid) => {
             writeln!(
                 out,
@@ -147,7 +147,7 @@ pub fn restore() -> Result<()> {
             )?;
             vec![]
         }
-        None => crate::lab::EmbeddedLab::remove_leftovers()?,
+        None => crate::embedded_lab::EmbeddedLab::remove_leftovers()?,
     };
     for n in &labs {
         writeln!(

@@ -244,7 +244,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub target_ip: Option<std::net::Ipv4Addr>,
     #[command(flatten)]
-    pub roles: crate::lab::RoleArgs,
+    pub roles: crate::embedded_lab::RoleArgs,
 }
 
 /// `--reps`: a fixed count, or repetitions until the answer is settled.

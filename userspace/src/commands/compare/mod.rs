@@ -79,7 +79,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     let online = online_cpus()?;
     let kinds = rxsteer_tune::topology::of_this_machine(&online);
     let roles = args.roles.choose(&online, &kinds)?;
-    if let Some(why) = crate::lab::why_roles(&roles, &kinds) {
+    if let Some(why) = crate::embedded_lab::why_roles(&roles, &kinds) {
         eprintln!("rxsteer compare: {why}");
     }
     // The arms this place can run, decided before anything is built.

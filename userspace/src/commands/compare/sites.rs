@@ -11,7 +11,7 @@ use super::{
     ssh,
 };
 use crate::{
-    lab::{EmbeddedLab, Roles},
+    embedded_lab::{EmbeddedLab, Roles},
     netns::Netns,
 };
 use rxsteer_tune::cpus::format_cpu_list;
@@ -58,7 +58,7 @@ impl Lab {
         let caveat = rxsteer_records::small_machine_caveat(cpus);
         eprintln!(
             "rxsteer compare: the embedded lab: {}",
-            crate::lab::describe(roles)
+            crate::embedded_lab::describe(roles)
         );
         if let Some(c) = &caveat {
             eprintln!("rxsteer compare: note: {c}");

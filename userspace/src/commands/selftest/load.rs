@@ -16,7 +16,7 @@ use rxsteer_tune::cpus::format_cpu_list;
 
 use crate::{
     child::{die_with_parent, rxload_path, stderr_of, terminate},
-    lab::{EmbeddedLab, Roles},
+    embedded_lab::{EmbeddedLab, Roles},
 };
 
 /// The lab's HTTP port, counted as HTTP by the observer's default ports.

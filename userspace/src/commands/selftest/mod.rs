@@ -27,7 +27,7 @@ use rxsteer_records::{
 };
 
 use crate::{
-    lab::{EmbeddedLab, RoleArgs},
+    embedded_lab::{EmbeddedLab, RoleArgs},
     observe::{attach_observer, use_frags},
     privilege::{self, Cap},
     signals::stop_on_signals,
