@@ -298,7 +298,7 @@ fn every_crate_layers_downward_and_no_command_imports_another() {
     let graphs: BTreeMap<&String, Graph> = crates.iter().map(|(n, s)| (n, graph_of(s))).collect();
     // Spot checks that the reading finds imports at all.
     let user = &graphs[&"userspace".to_string()];
-    assert!(user["commands::compare"].contains("lab"), "{user:?}");
+    assert!(user["commands::compare"].contains("embedded_lab"), "{user:?}");
     assert!(user["commands::top"].contains("observe"), "{user:?}");
     let server = &graphs[&"server".to_string()];
     assert!(server["epoll"].contains("batch") && server["uring"].contains("batch"));
@@ -441,8 +441,14 @@ fn no_state_is_read_from_a_childs_words() {
             }
         }
     }
-    assert!(found.is_empty(), "state read from a child's words: {found:?}");
+    assert!(
+        found.is_empty(),
+        "state read from a child's words: {found:?}"
+    );
     let user = &crates()["userspace"];
     let ready = code_of(&user[Path::new("ready.rs")]);
-    assert!(ready.contains("--ready-fd"), "the readiness descriptor's flag is gone");
+    assert!(
+        ready.contains("--ready-fd"),
+        "the readiness descriptor's flag is gone"
+    );
 }
