@@ -298,7 +298,10 @@ fn every_crate_layers_downward_and_no_command_imports_another() {
     let graphs: BTreeMap<&String, Graph> = crates.iter().map(|(n, s)| (n, graph_of(s))).collect();
     // Spot checks that the reading finds imports at all.
     let user = &graphs[&"userspace".to_string()];
-    assert!(user["commands::compare"].contains("embedded_lab"), "{user:?}");
+    assert!(
+        user["commands::compare"].contains("embedded_lab"),
+        "{user:?}"
+    );
     assert!(user["commands::top"].contains("observe"), "{user:?}");
     let server = &graphs[&"server".to_string()];
     assert!(server["epoll"].contains("batch") && server["uring"].contains("batch"));

@@ -601,8 +601,22 @@ fn one_row(
             &suites,
         ),
         config_notes: notes,
-        files: evidence.files,
+        files: with_selftest(evidence.files, &evidence.json),
     })
+}
+
+/// The guest's selftest report (its JSON), stored beside the main job's files as
+/// `<row>/selftest.json`, so the matrix keeps it as a file and not only in the console log.
+fn with_selftest(
+    mut files: std::collections::BTreeMap<String, String>,
+    json: &std::collections::BTreeMap<String, Vec<serde_json::Value>>,
+) -> std::collections::BTreeMap<String, String> {
+    if let Some(report) = json.get("selftest").and_then(|v| v.first()) {
+        if let Ok(text) = serde_json::to_string_pretty(report) {
+            files.insert("selftest.json".into(), text + "\n");
+        }
+    }
+    files
 }
 
 /// The CPU cpumap steers to: the last one, away from where the NIC's interrupt lands.
