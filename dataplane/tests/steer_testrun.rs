@@ -1,8 +1,10 @@
-//! The steering program through BPF_PROG_TEST_RUN. Verdicts come from ordinary runs; where the
-//! frames go comes from live-frame runs (BPF_F_TEST_XDP_LIVE_FRAMES), which really redirect:
-//! `on_cpu` counts each frame on the CPU it reached, and that must match, exactly, the CPU the
-//! host computes with the same hash code. Needs root.
-use aya::programs::{TestRun, TestRunAttrs, TestRunOptions};
+//! The steering program. Verdicts come from BPF_PROG_TEST_RUN; where the frames go comes from
+//! real frames through a veth pair (`wire`), which the kernel really redirects: `on_cpu`
+//! counts each frame on the CPU it reached, and that must match, exactly, the CPU the host
+//! computes with the same hash code. Needs root.
+mod wire;
+
+use aya::programs::{TestRun, TestRunOptions};
 use rxsteer_common::{
     frames::{arp, Frame, Ip, Spec},
     parse::{flow_hash, pick, walk},
@@ -10,6 +12,7 @@ use rxsteer_common::{
 };
 use rxsteer_dataplane::{Dataplane, PortConfig, SteerSets, STEER};
 use std::{collections::BTreeMap, time::Duration};
+use wire::Veth;
 
 const XDP_PASS: u32 = 2;
 const XDP_REDIRECT: u32 = 4;
@@ -18,10 +21,13 @@ fn online() -> Vec<u32> {
     rxsteer_tune::cpus::online_cpus().unwrap()
 }
 
-fn loaded(sets: &SteerSets) -> Dataplane {
+/// The steering program loaded with `sets` and attached to a veth pair of its own.
+fn loaded(sets: &SteerSets) -> (Dataplane, Veth) {
     let mut dp = Dataplane::load_with(&PortConfig::default(), sets).unwrap();
     dp.fill_cpumap(sets, 2048, false).unwrap();
-    dp
+    let veth = Veth::new();
+    veth.attach(&mut dp);
+    (dp, veth)
 }
 
 fn verdict(dp: &mut Dataplane, f: &Frame) -> u32 {
@@ -30,15 +36,6 @@ fn verdict(dp: &mut Dataplane, f: &Frame) -> u32 {
         ..TestRunOptions::new()
     };
     dp.xdp(STEER).unwrap().test_run(opts).unwrap().return_value
-}
-
-fn send_live(dp: &mut Dataplane, f: &Frame) {
-    let opts = TestRunOptions {
-        data_in: Some(f.as_bytes()),
-        attrs: TestRunAttrs::new().xdp_live_frames(1),
-        ..TestRunOptions::new()
-    };
-    dp.xdp(STEER).unwrap().test_run(opts).unwrap();
 }
 
 /// The CPU the host predicts for a frame, with the kernel's own hash code.
@@ -69,7 +66,7 @@ fn flows_land_exactly_where_the_hash_says_and_spread_over_the_set() {
         zap: vec![],
         other: vec![],
     };
-    let mut dp = loaded(&sets);
+    let (mut dp, veth) = loaded(&sets);
     // 200 flows per CPU: with 400 in all, a 20-CPU guest gave CPU 6 only 12 (fair 20), a
     // chance shortfall, not a bad spread (common/tests/spread.rs checks every set size).
     let flows = 200 * cpus.len() as u16;
@@ -83,7 +80,7 @@ fn flows_land_exactly_where_the_hash_says_and_spread_over_the_set() {
     }
     let counters = dp.take_counters().unwrap();
     for f in &frames {
-        send_live(&mut dp, f);
+        veth.send(f.as_bytes());
     }
     assert_eq!(
         arrivals(&counters, Class::Http),
@@ -110,11 +107,11 @@ fn one_flow_always_lands_on_one_cpu_ipv6_too() {
         zap: cpus.clone(),
         other: vec![],
     };
-    let mut dp = loaded(&sets);
+    let (mut dp, veth) = loaded(&sets);
     let counters = dp.take_counters().unwrap();
     let flow = Spec::tcp(Ip::V6, 45678, 9653).data(82).build();
     for _ in 0..50 {
-        send_live(&mut dp, &flow);
+        veth.send(flow.as_bytes());
     }
     let got = arrivals(&counters, Class::Zap);
     assert_eq!(got, BTreeMap::from([(predicted(&cpus, &flow), 50)]));
@@ -131,12 +128,14 @@ fn each_class_follows_its_own_set() {
         zap: if first != last { vec![first] } else { vec![] },
         other: vec![],
     };
-    let mut dp = loaded(&sets);
+    let (mut dp, veth) = loaded(&sets);
     let counters = dp.take_counters().unwrap();
     for i in 0..64 {
-        send_live(
-            &mut dp,
-            &Spec::tcp(Ip::V4, 20000 + i, 8080).data(10).build(),
+        veth.send(
+            Spec::tcp(Ip::V4, 20000 + i, 8080)
+                .data(10)
+                .build()
+                .as_bytes(),
         );
     }
     assert_eq!(
@@ -145,7 +144,7 @@ fn each_class_follows_its_own_set() {
     );
     if first != last {
         for i in 0..32 {
-            send_live(&mut dp, &Spec::tcp(Ip::V4, 20000 + i, 9653).build());
+            veth.send(Spec::tcp(Ip::V4, 20000 + i, 9653).build().as_bytes());
         }
         assert_eq!(
             arrivals(&counters, Class::Zap),
@@ -173,7 +172,7 @@ fn a_default_set_steers_other_traffic() {
         zap: vec![],
         other: vec![last],
     };
-    let mut dp = loaded(&sets);
+    let (mut dp, veth) = loaded(&sets);
     let counters = dp.take_counters().unwrap();
     assert_eq!(
         verdict(&mut dp, &Spec::tcp(Ip::V4, 1, 8080).build()),
@@ -181,7 +180,7 @@ fn a_default_set_steers_other_traffic() {
         "HTTP set empty"
     );
     for i in 0..20 {
-        send_live(&mut dp, &Spec::udp(Ip::V4, 30000 + i, 53).build());
+        veth.send(Spec::udp(Ip::V4, 30000 + i, 53).build().as_bytes());
     }
     assert_eq!(
         arrivals(&counters, Class::OtherIp),
