@@ -13,8 +13,9 @@ use super::apt::{Apt, Kernel};
 use crate::cmd;
 
 /// The modules a guest loads, by name: the NICs the matrix emulates, the clsact qdisc and
-/// the BPF classifier (what tc falls back to before TCX), and virtio's PCI transport.
-pub const WANTED: [&str; 7] = [
+/// the BPF classifier (what tc falls back to before TCX), virtio's PCI transport, and veth (the
+/// dataplane suites send their frames through a veth pair).
+pub const WANTED: [&str; 8] = [
     "e1000",
     "e1000e",
     "8139cp",
@@ -22,6 +23,7 @@ pub const WANTED: [&str; 7] = [
     "virtio_net",
     "sch_ingress",
     "cls_bpf",
+    "veth",
 ];
 
 pub struct Unpacked {

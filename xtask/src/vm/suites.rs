@@ -1,6 +1,6 @@
 //! The root test suites that load BPF, run inside each guest: the dataplane crate's tests
 //! (every kernel program through the verifier, the JIT and BPF_PROG_TEST_RUN of the guest's
-//! kernel, live-frame redirects into cpumap, the tracepoints' arguments), built for the
+//! kernel, real frames through a veth redirected into cpumap, the tracepoints' arguments), built for the
 //! guest's architecture with the eBPF object embedded, so they need nothing beside them.
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
