@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::{
     breakdown::{TimeSplit, Verdict},
-    names::{LoaderIo, Observer, Proto, Scenario, ServerIo, XdpMode},
+    names::{LoaderIo, Observer, Proto, Scenario, ServerIo, XdpMode, XdpModeChoice},
     sample::TcAttached,
     steering::Mode,
 };
@@ -232,7 +232,7 @@ pub struct Row {
     #[serde(default)]
     pub xdp_mode: Option<XdpMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub xdp_mode_asked: Option<String>,
+    pub xdp_mode_asked: Option<XdpModeChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xdp_frags: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use rxsteer_records::{
 };
 use std::{io::Write, path::Path};
 
-use super::{args::Arm, watch::Tagged};
+use super::{arm::Arm, watch::Tagged};
 use rxsteer_records::Proto;
 
 /// Per-CPU rates over the measured samples, and totals of the things that go wrong.
@@ -170,7 +170,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         mode: arm.mode,
         proto,
         xdp_mode: first.and_then(|l| l.xdp_mode),
-        xdp_mode_asked: arm.runs_xdp().then(|| arm.xdp.as_str().to_string()),
+        xdp_mode_asked: arm.runs_xdp().then_some(arm.xdp),
         observer: first.and_then(|l| l.observer),
         observe,
         attached: None,
@@ -319,8 +319,8 @@ mod tests {
         };
         let r = row(1, arm, Proto::Zap, Some(&load), &t);
         assert_eq!(
-            (r.arm().to_string().as_str(), r.xdp_mode_asked.as_deref()),
-            ("cpumap-skb", Some("skb"))
+            (r.arm().to_string().as_str(), r.xdp_mode_asked),
+            ("cpumap-skb", Some(rxsteer_dataplane::XdpModeChoice::Skb))
         );
         assert!(r.stack_packets_per_s.is_none(), "no tc line: no tc figures");
         assert_eq!(r.p99_us, Some(90));
