@@ -26,7 +26,7 @@ use std::{
 };
 
 use super::{
-    args::Arm,
+    arm::Arm,
     figures,
     load::LoadSpec,
     screen::{Done, Screen},

@@ -5,6 +5,7 @@
 //! repetition and protocol, next to where the receive work went per CPU in its measured
 //! window. Without `--iface` it runs in the embedded veth lab; with it, on a real interface.
 mod args;
+mod arm;
 mod figures;
 mod interleave;
 mod load;
@@ -18,7 +19,8 @@ mod ssh;
 mod watch;
 mod witness;
 
-pub use args::{Arm, CompareArgs};
+pub use args::CompareArgs;
+pub use arm::Arm;
 pub use search::BoundBelowUnloaded;
 pub use several::Several;
 pub use sites::Site;

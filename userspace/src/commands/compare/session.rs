@@ -12,7 +12,7 @@ use std::{
 };
 
 use super::{
-    args::{Arm, Watch},
+    arm::{Arm, Watch},
     sites::Site,
 };
 use crate::child;

@@ -7,7 +7,7 @@ use rxsteer_records::run::Attached;
 use serde::Deserialize;
 use std::path::Path;
 
-use super::{args::Arm, sites::Site};
+use super::{arm::Arm, sites::Site};
 use crate::child;
 
 /// One interface as `ip -d -j link show` prints it: only the XDP part is read.
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn an_arm_without_xdp_that_shows_xdp_is_refused() {
-        let untuned = super::super::args::Arm {
+        let untuned = super::super::arm::Arm {
             observer: rxsteer_dataplane::ObserverChoice::Auto,
             ..Arm::no_bpf()
         };
