@@ -44,12 +44,22 @@ impl Veth {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let base = format!("rxt{}x{n}", std::process::id() % 100_000);
         let (tx, rx) = (format!("{base}a"), format!("{base}b"));
+        // Protocol 0: this socket sends only, it receives nothing.
+        // SAFETY: a plain syscall; the descriptor is owned at once.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+        assert!(
+            fd >= 0,
+            "AF_PACKET socket: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: fd is a fresh descriptor nothing else owns.
+        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
         ip(&["link", "add", &tx, "type", "veth", "peer", "name", &rx]);
+        // From here on, dropping `veth` (a failed step included) deletes the pair.
         let mut veth = Veth {
             tx,
             rx,
-            // Replaced below; a descriptor that closes harmlessly if a step panics first.
-            socket: std::fs::File::open("/dev/null").unwrap().into(),
+            socket,
             tx_index: 0,
         };
         for end in [&veth.tx, &veth.rx] {
@@ -64,16 +74,6 @@ impl Veth {
         // SAFETY: a NUL-terminated name; a plain syscall.
         veth.tx_index = unsafe { libc::if_nametoindex(name.as_ptr()) } as i32;
         assert!(veth.tx_index > 0, "no ifindex for {}", veth.tx);
-        // Protocol 0: this socket sends only, it receives nothing.
-        // SAFETY: a plain syscall; the descriptor is owned at once.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-        assert!(
-            fd >= 0,
-            "AF_PACKET socket: {}",
-            std::io::Error::last_os_error()
-        );
-        // SAFETY: fd is a fresh descriptor nothing else owns.
-        veth.socket = unsafe { OwnedFd::from_raw_fd(fd) };
         veth
     }
 
