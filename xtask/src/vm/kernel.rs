@@ -26,6 +26,9 @@ pub const WANTED: [&str; 8] = [
     "veth",
 ];
 
+/// The wanted modules every guest loads whatever its NIC (the NIC's own come from the row).
+pub const ALWAYS_LOADED: [&str; 3] = ["sch_ingress", "cls_bpf", "veth"];
+
 pub struct Unpacked {
     pub vmlinuz: PathBuf,
     /// uname -r of the kernel.

@@ -730,8 +730,9 @@ fn write_initramfs(
         c.host_file(&format!("rxsteer/tests/{name}"), path)?;
     }
     let env = format!(
-        "VM_MODULES='{} sch_ingress cls_bpf veth'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\nVM_COMPARE_REPS={}\n",
+        "VM_MODULES='{} {}'\nVM_TARGET_CPU={}\nVM_REQUESTS=300\nVM_TOP_INTERVALS=8\nVM_COMPARE_MEASURE=1s\nVM_COMPARE_REPS={}\n",
         row.nic.modules(),
+        kernel::ALWAYS_LOADED.join(" "),
         target_cpu(row),
         row.compare_reps
     );
