@@ -183,7 +183,7 @@ pub const BACKLOG_THREADS: &str = "backlog_napi/";
 /// Whether this kernel runs the backlog in threads (booted with `thread_backlog_napi`, or
 /// PREEMPT_RT): its `backlog_napi/N` kthreads exist.
 pub fn backlog_threads() -> bool {
-    pids_with_comm_prefix(&[BACKLOG_THREADS]).is_ok_and(|t| !t.is_empty())
+    kthreads_with_comm_prefix(&[BACKLOG_THREADS]).is_ok_and(|t| !t.is_empty())
 }
 
 /// A receive kthread's total on-CPU time and the CPU it last ran on.
@@ -195,10 +195,10 @@ pub struct KthreadTime {
     pub run_ns: u64,
 }
 
-/// Every process whose comm starts with one of `prefixes`: (pid, comm), by pid. Tasks that
-/// exit between the listing and the read are skipped.
-pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
-    rxsteer_tune::pin::tasks_with_comm_prefix(prefixes).context("listing /proc")
+/// Every kernel thread (by the kernel's flag, not its name) whose comm starts with one of
+/// `prefixes`: (pid, comm), by pid. Tasks that exit between the listing and the read are skipped.
+pub fn kthreads_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
+    rxsteer_tune::pin::kthreads_with_comm_prefix(prefixes).context("listing /proc")
 }
 
 /// Every cpumap, threaded-NAPI and backlog-NAPI kernel thread on the machine, with its run time from
@@ -207,7 +207,7 @@ pub fn pids_with_comm_prefix(prefixes: &[&str]) -> Result<Vec<(u32, String)>> {
 pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
     let own = rxsteer_tune::pin::napi_comm_prefix(iface);
     let mut out = Vec::new();
-    for (pid, comm) in pids_with_comm_prefix(&["cpumap/", "napi/", BACKLOG_THREADS])? {
+    for (pid, comm) in kthreads_with_comm_prefix(&["cpumap/", "napi/", BACKLOG_THREADS])? {
         let kind = if comm.starts_with("cpumap/") {
             KthreadKind::Cpumap
         } else if comm.starts_with(BACKLOG_THREADS) {
@@ -223,7 +223,8 @@ pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
         ) else {
             continue;
         };
-        if let (Some(run_ns), Some(cpu)) = (schedstat_run_ns(&sched), stat_processor(&stat)) {
+        let stat = rxsteer_tune::task::Stat::parse(&stat);
+        if let (Some(run_ns), Some(cpu)) = (schedstat_run_ns(&sched), stat.map(|s| s.processor)) {
             out.push(KthreadTime {
                 pid,
                 kind,
@@ -237,13 +238,6 @@ pub fn receive_kthreads(iface: &str) -> Result<Vec<KthreadTime>> {
 
 fn schedstat_run_ns(s: &str) -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
-}
-
-/// Field 39 of /proc/PID/stat: the CPU the task last ran on. The comm field may hold spaces
-/// and parentheses, so fields are counted from the last ')'.
-fn stat_processor(s: &str) -> Option<u32> {
-    let after = &s[s.rfind(')')? + 1..];
-    after.split_whitespace().nth(36)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -285,11 +279,7 @@ mod tests {
     }
 
     #[test]
-    fn stat_processor_counts_from_the_last_paren() {
-        let mut fields: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
-        fields[36] = "7".into();
-        let line = format!("42 (cpumap/1/map:7 (x)) {}", fields.join(" "));
-        assert_eq!(stat_processor(&line), Some(7));
+    fn schedstat_run_time_is_its_first_field() {
         assert_eq!(schedstat_run_ns("1133082 0 1\n"), Some(1133082));
     }
 

@@ -14,7 +14,7 @@ use std::{io, path::Path, time::Duration};
 
 use crate::{
     cpus::{format_cpu_list, parse_cpu_list},
-    pin::{affinity_of, napi_comm_prefix, pin_task, tasks_with_comm_prefix},
+    pin::{affinity_of, kthreads_with_comm_prefix, napi_comm_prefix, pin_task},
 };
 
 /// A value of the knob, parsed.
@@ -61,7 +61,7 @@ fn dev_of(threaded: &Path) -> io::Result<String> {
 
 fn threads(dev: &str) -> io::Result<Vec<u32>> {
     let prefix = napi_comm_prefix(dev);
-    Ok(tasks_with_comm_prefix(&[&prefix])?
+    Ok(kthreads_with_comm_prefix(&[&prefix])?
         .into_iter()
         .map(|(pid, _)| pid)
         .collect())

@@ -52,9 +52,11 @@ pub fn napi_comm_prefix(dev: &str) -> String {
     full[..end].to_string()
 }
 
-/// Every task whose comm starts with one of `prefixes`: (pid, comm), by pid. Tasks that exit
-/// between the listing and the read are skipped.
-pub fn tasks_with_comm_prefix(prefixes: &[&str]) -> io::Result<Vec<(u32, String)>> {
+/// Every kernel thread whose comm starts with one of `prefixes`: (pid, comm), by pid. A user
+/// process may take any comm (`prctl(PR_SET_NAME)`), so the kernel's own flag decides, not the
+/// name: an impostor is never pinned, waited for or counted. Tasks that exit between the
+/// listing and the read are skipped.
+pub fn kthreads_with_comm_prefix(prefixes: &[&str]) -> io::Result<Vec<(u32, String)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = entry
@@ -65,7 +67,7 @@ pub fn tasks_with_comm_prefix(prefixes: &[&str]) -> io::Result<Vec<(u32, String)
             continue;
         };
         if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-            if prefixes.iter().any(|p| comm.starts_with(p)) {
+            if prefixes.iter().any(|p| comm.starts_with(p)) && crate::task::is_kernel_thread(pid) {
                 out.push((pid, comm.trim_end().to_string()));
             }
         }
@@ -83,4 +85,41 @@ pub fn affinity_of(pid: u32) -> io::Result<Vec<u32>> {
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .ok_or_else(|| io::Error::other(format!("/proc/{pid}/status has no Cpus_allowed_list")))?;
     crate::cpus::parse_cpu_list(list.trim()).map_err(io::Error::other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A user process that names itself like a NAPI kthread is not one: it is never listed, so
+    /// never pinned, waited for or counted.
+    #[test]
+    fn an_impostor_named_like_a_napi_kthread_is_not_listed() {
+        use std::io::BufRead;
+        // Only a process itself may rename itself: the shell does, says so, and waits for its
+        // stdin to close.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "printf napi/impst0-77 > /proc/$$/comm && echo named && read x",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut said)
+            .unwrap();
+        let named = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+        let listed = kthreads_with_comm_prefix(&["napi/impst0-"]);
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert_eq!(said, "named\n");
+        assert_eq!(named.trim_end(), "napi/impst0-77", "the impostor is named");
+        assert_eq!(listed.unwrap(), vec![], "and not listed");
+        // Real kernel threads still are: kthreadd is pid 2.
+        let kthreadd = kthreads_with_comm_prefix(&["kthreadd"]).unwrap();
+        assert_eq!(kthreadd, vec![(2, "kthreadd".to_string())]);
+    }
 }

@@ -52,7 +52,7 @@ impl KernelReader {
     pub fn new(iface: &str, net_dev: File) -> Result<Self> {
         let napi = rxsteer_tune::pin::napi_comm_prefix(iface);
         let pids = |prefix: &str| -> Result<Vec<u32>> {
-            Ok(procfs::pids_with_comm_prefix(&[prefix])?
+            Ok(procfs::kthreads_with_comm_prefix(&[prefix])?
                 .into_iter()
                 .map(|(pid, _)| pid)
                 .collect())
