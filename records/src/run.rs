@@ -363,6 +363,26 @@ pub const NO_BPF_ARM: ArmName = ArmName {
 };
 
 impl Row {
+    /// Each per-CPU list's name and length (see [`RunDoc::check_bounds`]).
+    pub fn per_cpu_lengths(&self) -> [(&'static str, usize); 10] {
+        let opt = |v: &Option<Vec<f64>>| v.as_ref().map_or(0, Vec::len);
+        [
+            ("receive_ms_per_s", self.receive_ms_per_s.len()),
+            ("net_rx_ms_per_s", self.net_rx_ms_per_s.len()),
+            ("kthread_ms_per_s", self.kthread_ms_per_s.len()),
+            ("packets_per_s", self.packets_per_s.len()),
+            ("cpumap_arrived_per_s", self.cpumap_arrived_per_s.len()),
+            ("stack_packets_per_s", opt(&self.stack_packets_per_s)),
+            ("tx_packets_per_s", opt(&self.tx_packets_per_s)),
+            ("nic_irqs_per_s", opt(&self.nic_irqs_per_s)),
+            ("loader_napi_ms_per_s", self.loader_napi_ms_per_s.len()),
+            (
+                "time_ms_per_s",
+                self.time_ms_per_s.as_ref().map_or(0, Vec::len),
+            ),
+        ]
+    }
+
     /// Marks the load failed: its req/s and latency are not figures, the reason stands.
     pub fn fail(&mut self, why: String) {
         self.req_per_s = None;
@@ -660,7 +680,45 @@ pub struct NotRun {
     pub why: String,
 }
 
+/// The most CPUs a Linux machine can have (CONFIG_NR_CPUS is at most 8192): a stored CPU count
+/// or CPU id past it is a damaged or crafted file, not a machine.
+pub const MAX_CPUS: usize = 8192;
+
 impl RunDoc {
+    /// What a stored file must hold before anything is sized by it: a CPU count, CPU ids and
+    /// per-CPU lists within [`MAX_CPUS`]. The error names the field, as a parse error does.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        if self.cpus > MAX_CPUS {
+            return Err(format!(
+                "cpus: {} is more CPUs than Linux has (at most {MAX_CPUS})",
+                self.cpus
+            ));
+        }
+        if let Some(r) = self.roles() {
+            let ids = r
+                .server_cpus
+                .iter()
+                .chain(&r.loader_cpus)
+                .chain([&r.rx_cpu]);
+            if let Some(id) = ids.copied().find(|&c| c as usize >= MAX_CPUS) {
+                return Err(format!(
+                    "roles: CPU {id} is past Linux's last CPU id ({})",
+                    MAX_CPUS - 1
+                ));
+            }
+        }
+        for (i, row) in self.runs.iter().enumerate() {
+            for (name, len) in row.per_cpu_lengths() {
+                if len > MAX_CPUS {
+                    return Err(format!(
+                        "runs[{i}].{name}: {len} values, more CPUs than Linux has (at most {MAX_CPUS})"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn is_iface(&self) -> bool {
         self.setup
             .as_ref()

@@ -4,6 +4,7 @@
 mod capacity;
 mod cost;
 pub mod decide;
+pub mod files;
 pub mod forest;
 mod interrupts;
 mod markdown;
@@ -55,21 +56,22 @@ fn heatmap_cells(dir: &Path, arm: &ArmName, doc: &RunDoc) -> Result<Vec<Vec<f64>
 /// one line with its results/ path (see build.rs).
 pub const OBSERVER_COST: &str = env!("RXSTEER_OBSERVER_COST");
 
-/// Reads `DIR/run.json`. A value the file gets wrong (an unknown mode, protocol, arm) is an
-/// error naming the file and the field, never a guess.
+/// Reads `DIR/run.json`. A value the file gets wrong (an unknown mode, protocol, arm, a CPU
+/// count no machine has) is an error naming the file and the field, never a guess.
 pub fn read(dir: &Path) -> Result<RunDoc> {
     let path = dir.join("run.json");
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not a comparison's run.json: {e}", path.display()))
+}
+
+/// A run.json's bytes as a document, or what is wrong with them (`field: why`). Stored files
+/// are untrusted: nothing later sizes a table by a number this has not bounded.
+pub fn parse(bytes: &[u8]) -> Result<RunDoc, String> {
     let doc: RunDoc =
-        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "{} is not a comparison's run.json: {}: {}",
-                    path.display(),
-                    e.path(),
-                    e.inner()
-                )
-            })?;
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(bytes))
+            .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    doc.check_bounds()?;
     Ok(doc)
 }
 
@@ -91,7 +93,7 @@ pub fn run(dir: &Path) -> Result<()> {
     let groups: Vec<&str> = protos.iter().map(|p| p.label()).collect();
     let labels: Vec<String> = arms.iter().map(|a| a.label()).collect();
     let names: Vec<&str> = labels.iter().map(String::as_str).collect();
-    std::fs::write(
+    files::write_replacing(
         dir.join("throughput.svg"),
         svg::bars(
             "Throughput (median of repetitions; dots: each repetition)",
@@ -101,7 +103,7 @@ pub fn run(dir: &Path) -> Result<()> {
             &collect(|r| r.req_per_s),
         ),
     )?;
-    std::fs::write(
+    files::write_replacing(
         dir.join("p99.svg"),
         svg::bars(
             "p99 latency (median of repetitions; dots: each repetition)",
@@ -116,7 +118,7 @@ pub fn run(dir: &Path) -> Result<()> {
         for &p in &protos {
             let r = recommend::recommend(&doc, p);
             if !r.judged.is_empty() {
-                std::fs::write(dir.join(forest::file(p)), forest::svg(&doc, p, &r.judged))?;
+                files::write_replacing(dir.join(forest::file(p)), forest::svg(&doc, p, &r.judged))?;
             }
         }
     }
@@ -130,13 +132,13 @@ pub fn run(dir: &Path) -> Result<()> {
             "{}: receive work per CPU over time (repetition 0)",
             a.label()
         );
-        std::fs::write(
+        files::write_replacing(
             dir.join(format!("heatmap-{a}.svg")),
             svg::heatmap(&title, &heatmap_cells(dir, a, &doc)?, &kinds),
         )?;
         let bars = markdown::time_rows(&doc, *a);
         if !bars.is_empty() {
-            std::fs::write(
+            files::write_replacing(
                 dir.join(format!("time-{a}.svg")),
                 svg::stacked(
                     &format!(
@@ -149,9 +151,9 @@ pub fn run(dir: &Path) -> Result<()> {
         }
     }
     for (name, chart) in capacity::charts(&doc) {
-        std::fs::write(dir.join(name), chart)?;
+        files::write_replacing(dir.join(name), chart)?;
     }
-    std::fs::write(dir.join("report.md"), &md)?;
+    files::write_replacing(dir.join("report.md"), &md)?;
     eprintln!("rxsteer report: wrote {}", dir.join("report.md").display());
     Ok(())
 }
@@ -239,6 +241,56 @@ mod tests {
         let e = format!("{:#}", super::run(&dir).unwrap_err());
         assert!(e.contains("samples-none-http-rep0.jsonl line 1"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A stored file is untrusted: a number that would size a table past any machine is refused
+    /// naming the field (it once aborted on a 16 GB allocation), and empty or over-long per-CPU
+    /// lists render without a panic.
+    #[test]
+    fn crafted_numbers_are_refused_and_odd_lists_still_render() {
+        for (path, value, said) in [
+            (
+                &["cpus"][..],
+                serde_json::json!(2_000_000_000u64),
+                "cpus: 2000000000 is more CPUs",
+            ),
+            (
+                &["cpus"],
+                serde_json::json!(1_000_000_000_000_000u64),
+                "cpus: 1000000000000000",
+            ),
+            (
+                &["setup", "roles", "rx_cpu"],
+                serde_json::json!(4_000_000_000u64),
+                "roles: CPU 4000000000 is past",
+            ),
+            (
+                &["runs", "2", "receive_ms_per_s"],
+                serde_json::json!(vec![1.0; 9000]),
+                "runs[2].receive_ms_per_s: 9000 values",
+            ),
+        ] {
+            let mut v = run();
+            let mut at = &mut v;
+            for p in &path[..path.len() - 1] {
+                at = match p.parse::<usize>() {
+                    Ok(i) => &mut at[i],
+                    Err(_) => &mut at[*p],
+                };
+            }
+            at[path[path.len() - 1]] = value;
+            let e = parse(v.to_string().as_bytes()).unwrap_err();
+            assert!(e.contains(said), "{path:?}: {e}");
+        }
+        for field in ["receive_ms_per_s", "kthread_ms_per_s", "net_rx_ms_per_s"] {
+            for list in [serde_json::json!([]), serde_json::json!(vec![5.0; 64])] {
+                let mut v = run();
+                v["runs"][0][field] = list.clone();
+                v["runs"][4][field] = list;
+                let doc = parse(v.to_string().as_bytes()).unwrap();
+                render(&doc).unwrap();
+            }
+        }
     }
 
     #[test]

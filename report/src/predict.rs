@@ -294,8 +294,8 @@ pub fn run(ask: &Ask) -> Result<()> {
         Some(c) => format!("predict-{}cpus-check-{}", ask.cpus, c.to_string_lossy()),
         None => format!("predict-{}cpus", ask.cpus),
     };
-    std::fs::write(ask.dir.join(format!("{stem}.md")), &md)?;
-    std::fs::write(ask.dir.join(format!("{stem}.svg")), chart(&doc, &fit, ask))?;
+    crate::files::write_replacing(ask.dir.join(format!("{stem}.md")), &md)?;
+    crate::files::write_replacing(ask.dir.join(format!("{stem}.svg")), chart(&doc, &fit, ask))?;
     print!("{md}");
     eprintln!(
         "rxsteer predict: wrote {}",

@@ -10,7 +10,7 @@ use crate::{cmd, ensure::Paths};
 use rxsteer_common::frames::{arp, Ip, Spec};
 
 const CARGO_FUZZ_VERSION: &str = "0.13.1";
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 9] = [
     "zaphttp_frame",
     "native_record",
     "http1_request",
@@ -18,6 +18,8 @@ pub const TARGETS: [&str; 7] = [
     "rxload_http_reader",
     "rxload_zap_reader",
     "packet",
+    "run_json",
+    "genl_reply",
 ];
 
 #[derive(clap::Args, Debug)]
@@ -125,8 +127,37 @@ fn seeds(paths: &Paths, target: &str) -> Result<Vec<Vec<u8>>> {
         .iter()
         .map(|f| f.as_bytes().to_vec())
         .collect(),
+        // Stored comparisons as the report reads them: an early lab run and a later one.
+        "run_json" => ["results/2026-11-30-vm-lab-compare/run.json", "results/2026-12-01-vm-compare-052345/run.json"]
+            .iter()
+            .map(|p| std::fs::read(paths.root.join(p)).with_context(|| format!("reading {p}")))
+            .collect::<Result<_>>()?,
+        "genl_reply" => vec![genl_reply_seed()],
         other => bail!("unknown fuzz target {other:?} (targets: {})", TARGETS.join(", ")),
     })
+}
+
+/// A netdev dump's reply as the kernel lays it out: one message (netlink and genl headers, a
+/// u32 and a nested u64 attribute), then the done message.
+fn genl_reply_seed() -> Vec<u8> {
+    let mut attrs = Vec::new();
+    attrs.extend_from_slice(&8u16.to_ne_bytes());
+    attrs.extend_from_slice(&1u16.to_ne_bytes());
+    attrs.extend_from_slice(&7u32.to_ne_bytes());
+    attrs.extend_from_slice(&12u16.to_ne_bytes());
+    attrs.extend_from_slice(&(2u16 | 0x8000).to_ne_bytes());
+    attrs.extend_from_slice(&9u64.to_ne_bytes());
+    let mut data = Vec::new();
+    data.extend_from_slice(&((16 + 4 + attrs.len()) as u32).to_ne_bytes());
+    data.extend_from_slice(&0x20u16.to_ne_bytes());
+    data.extend_from_slice(&[0; 10]);
+    data.extend_from_slice(&[1, 1, 0, 0]);
+    data.extend_from_slice(&attrs);
+    data.extend_from_slice(&20u32.to_ne_bytes());
+    data.extend_from_slice(&3u16.to_ne_bytes());
+    data.extend_from_slice(&[0; 10]);
+    data.extend_from_slice(&0i32.to_ne_bytes());
+    data
 }
 
 /// One target's outcome, from libFuzzer's final statistics and its last status line.
