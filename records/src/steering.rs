@@ -14,8 +14,8 @@ names! {
     /// A steering mode: what `attach --steer` puts in place, a comparison's arm, a tuning
     /// profile, what `install` keeps in place.
     Mode, "steering mode" {
-        /// Untuned: everything back to the snapshot; no XDP program (the receive tracepoints
-        /// observe).
+        /// Untuned: no tuning written (the host as found, kept tuning included); no XDP
+        /// program (the receive tracepoints observe).
         None = "none",
         /// Kernel RPS/RFS/XPS and the reference sysctls; no XDP program (the receive
         /// tracepoints observe).

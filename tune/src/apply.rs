@@ -133,6 +133,7 @@ pub fn apply(
     }
     if recorded || state.session_pid != fresh.session_pid || state.profile != fresh.profile {
         state.session_pid = fresh.session_pid;
+        state.session_start = fresh.session_start;
         state.profile = fresh.profile.clone();
         state.save(state_path).map_err(state_err)?;
     }
@@ -277,7 +278,7 @@ mod tests {
         let plan = apply(
             &settings,
             &state,
-            StateFile::new(1, "eth9", "rps", None),
+            StateFile::new(1, "eth9", "rps", false),
             false,
         )
         .unwrap();
@@ -292,7 +293,7 @@ mod tests {
         let again = apply(
             &settings,
             &state,
-            StateFile::new(1, "eth9", "rps", None),
+            StateFile::new(1, "eth9", "rps", false),
             false,
         )
         .unwrap();
@@ -302,7 +303,7 @@ mod tests {
         apply(
             &cpumap,
             &state,
-            StateFile::new(1, "eth9", "cpumap", None),
+            StateFile::new(1, "eth9", "cpumap", false),
             false,
         )
         .unwrap();
@@ -326,7 +327,7 @@ mod tests {
         apply(
             &profile(Mode::Rfs, &input),
             &state,
-            StateFile::new(1, "eth9", "rfs", None),
+            StateFile::new(1, "eth9", "rfs", false),
             false,
         )
         .unwrap();
@@ -408,7 +409,7 @@ mod tests {
         apply(
             &profile(Mode::BusyPoll, &input),
             &state,
-            StateFile::new(1, "eth9", "busy-poll", None),
+            StateFile::new(1, "eth9", "busy-poll", false),
             false,
         )
         .unwrap();
@@ -428,7 +429,7 @@ mod tests {
         let plan = apply(
             &profile(Mode::Rps, &input),
             &state,
-            StateFile::new(1, "eth9", "rps", None),
+            StateFile::new(1, "eth9", "rps", false),
             true,
         )
         .unwrap();
@@ -451,7 +452,7 @@ mod tests {
         let err = apply(
             &settings,
             &state,
-            StateFile::new(1, "eth9", "rps", None),
+            StateFile::new(1, "eth9", "rps", false),
             false,
         )
         .unwrap_err();
@@ -487,7 +488,7 @@ mod tests {
         apply(
             &settings,
             &state,
-            StateFile::new(1, "eth9", "rps", None),
+            StateFile::new(1, "eth9", "rps", false),
             false,
         )
         .unwrap();

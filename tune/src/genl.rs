@@ -142,8 +142,9 @@ fn encode(
     msg
 }
 
+/// One message of a reply datagram.
 #[derive(Debug, PartialEq)]
-enum Reply {
+pub enum Reply {
     Message(Attrs),
     /// The dump's end or the acknowledgement: 0, or the kernel's errno.
     End(i32),
@@ -153,8 +154,9 @@ fn bad(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("netlink reply: {what}"))
 }
 
-/// The messages in one datagram.
-fn split(mut data: &[u8]) -> io::Result<Vec<Reply>> {
+/// The messages in one datagram. The kernel's bytes are checked as untrusted input (the
+/// `genl_reply` fuzz target feeds it): a length that runs past its datagram is an error.
+pub fn split(mut data: &[u8]) -> io::Result<Vec<Reply>> {
     let mut out = Vec::new();
     while data.len() >= NLMSG_HDRLEN {
         let len = u32::from_ne_bytes(data[0..4].try_into().unwrap()) as usize;

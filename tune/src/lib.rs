@@ -8,11 +8,13 @@ pub mod cpus;
 pub mod genl;
 pub mod irq_suspend;
 pub mod knob;
+pub mod lock;
 pub mod napi;
 pub mod pin;
 pub mod profile;
 pub mod state;
 pub mod sysctl;
+pub mod task;
 pub mod topology;
 
 pub use apply::{apply, revert, show, Change, Plan, TuneError};

@@ -10,8 +10,7 @@
 //!   `irq-suspend-timeout` (netlink, 6.13); other modes leave them alone.
 //! - Threaded NAPI where the mode wants it (`napi-thread`): the interface's `threaded` on and
 //!   its NAPI kthreads on the chosen CPUs; other modes leave both alone.
-//! - A mode with no tuning (`none`) has nothing to apply: everything goes back to the snapshot
-//!   (revert).
+//! - A mode with no tuning (`none`) has nothing to apply: the host stays as found.
 use std::path::{Path, PathBuf};
 
 use crate::{

@@ -192,39 +192,46 @@ pub struct EmbeddedLab {
 }
 
 /// Which rxsteer process owns the lab's namespaces: a start or `rxsteer restore` removes
-/// them only when that process is gone.
-const LAB_OWNER: &str = "/run/rxsteer/lab.pid";
+/// them only when no live process holds this lock (see rxsteer_tune::lock: a killed owner's
+/// lock is gone with it, and a reused pid never holds it).
+const LAB_LOCK: &str = "/run/rxsteer/lab.lock";
 
-pub struct LabOwner;
+/// The lab's lock, held for as long as its namespaces exist.
+pub struct LabOwner {
+    _lock: rxsteer_tune::lock::HostLock,
+}
 
 impl LabOwner {
     fn take() -> Result<Self> {
+        use rxsteer_tune::lock::{HostLock, LockError};
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create("/run/rxsteer")
             .context("creating /run/rxsteer")?;
-        std::fs::write(LAB_OWNER, std::process::id().to_string())
-            .with_context(|| format!("writing {LAB_OWNER}"))?;
-        Ok(Self)
+        match HostLock::take(std::path::Path::new(LAB_LOCK), "rxsteer (the embedded lab)") {
+            Ok(lock) => Ok(Self { _lock: lock }),
+            Err(LockError::Held(holder, _)) => {
+                bail!("the embedded lab is in use by {holder}: one lab at a time")
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The pid of a live rxsteer (not this one) that owns the lab, if any.
     pub fn live() -> Option<u32> {
-        let pid: u32 = std::fs::read_to_string(LAB_OWNER)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
-        (pid != std::process::id() && std::path::Path::new(&format!("/proc/{pid}")).exists())
-            .then_some(pid)
-    }
-}
-
-impl Drop for LabOwner {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(LAB_OWNER);
+        use rxsteer_tune::lock::{HostLock, LockError};
+        match HostLock::take(
+            std::path::Path::new(LAB_LOCK),
+            "rxsteer (a look at the lab)",
+        ) {
+            Err(LockError::Held(holder, _)) => {
+                let pid = holder.pid.unwrap_or(0);
+                (pid != std::process::id()).then_some(pid)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -238,8 +245,6 @@ impl EmbeddedLab {
         if let Some(pid) = LabOwner::live() {
             bail!("the embedded lab is in use by rxsteer (pid {pid}): one lab at a time");
         }
-        // A killed owner's file goes with its namespaces.
-        let _ = std::fs::remove_file(LAB_OWNER);
         let listed = ip(&["netns", "list"])?;
         let ours: Vec<String> = listed
             .lines()

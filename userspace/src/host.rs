@@ -1,11 +1,15 @@
 //! rxsteer's side of host tuning: which profile input an interface gives, a guard that reverts
 //! a session's tuning on every exit path, and recovery of a crashed session's changes.
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::{
+    os::unix::fs::DirBuilderExt,
+    path::{Path, PathBuf},
+};
 
 use rxsteer_tune::{
     apply,
     cpus::{nr_cpu_ids_under, online_cpus_under},
+    lock::{HostLock, LockError},
     profile, revert,
     state::STATE_DIR,
     sysctl, Change, Plan, ProfileInput, StateFile,
@@ -31,12 +35,40 @@ pub fn refuse_unmet(mode: Mode, flag: &str) -> Result<()> {
     }
 }
 
-/// This network namespace's state file.
+/// This network namespace's kept tuning (`tune apply`, the installed unit).
 pub fn state_path() -> Result<PathBuf> {
     Ok(StateFile::path_in(
         Path::new(STATE_DIR),
         sysctl::netns_inode("self")?,
     ))
+}
+
+/// This network namespace's session layer: a session's own tuning, over the kept tuning.
+pub fn session_path() -> Result<PathBuf> {
+    Ok(StateFile::session_path_in(
+        Path::new(STATE_DIR),
+        sysctl::netns_inode("self")?,
+    ))
+}
+
+/// Takes this network namespace's tuning lock for `command` (the words a refused session
+/// names it by), or refuses in one line naming the session that holds it. Every command that
+/// changes tuning holds it from before its first look at the state files to after its revert.
+pub fn lock(command: &str) -> Result<HostLock> {
+    let path = StateFile::lock_path_in(Path::new(STATE_DIR), sysctl::netns_inode("self")?);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(STATE_DIR)
+        .with_context(|| format!("creating {STATE_DIR}"))?;
+    match HostLock::take(&path, command) {
+        Ok(lock) => Ok(lock),
+        Err(LockError::Held(holder, _)) => bail!(
+            "{holder} is changing this network namespace's tuning; one session at a time: \
+             wait for it or stop it"
+        ),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The profile input for `iface`; `cpus` is the RPS/XPS allowlist (default: online CPUs).
@@ -59,13 +91,31 @@ pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> 
     })
 }
 
-/// Refuses to touch the host while another live rxsteer session owns this namespace's tuning.
+/// Refuses to touch the host while another live rxsteer session owns this namespace's tuning:
+/// one that holds no lock (an older rxsteer), found by its pid and start time.
 pub fn check_not_owned() -> Result<()> {
-    if let Some(state) = StateFile::load(&state_path()?)? {
-        if let Some(pid) = state.live_owner() {
-            bail!(
-                "rxsteer (pid {pid}) is steering in this network namespace ({} on {}); stop it first",
-                state.profile, state.iface
+    for path in [session_path()?, state_path()?] {
+        if let Some(state) = StateFile::load(&path)? {
+            if let Some(pid) = state.live_owner() {
+                bail!(
+                    "rxsteer (pid {pid}) is steering in this network namespace ({} on {}); stop it first",
+                    state.profile, state.iface
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kept tuning under this session, said in one line, if there is any: a session's tuning
+/// stacks on it and puts it back when it ends.
+pub fn say_kept_tuning(session: &str) -> Result<()> {
+    if let Some(kept) = StateFile::load(&state_path()?)? {
+        if kept.session_pid.is_none() {
+            eprintln!(
+                "rxsteer: {session}: the kept tuning ({} on {}, from `tune apply` or an installed \
+                 unit) stays in place under this session and is what it returns to",
+                kept.profile, kept.iface
             );
         }
     }
@@ -83,6 +133,13 @@ pub fn remove_orphaned_state() -> Result<usize> {
     let mut removed = 0;
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(inode) = netns_of_lock_file(&name) {
+            // Nothing to say: a lock holds no state. Removed only while nobody holds it.
+            if !live.contains(&inode) {
+                HostLock::remove_unheld(&entry.path())?;
+            }
+            continue;
+        }
         let Some(inode) = netns_of_state_file(&name) else {
             continue;
         };
@@ -104,6 +161,14 @@ fn netns_of_state_file(name: &str) -> Option<u64> {
     let rest = name.strip_suffix(".json")?;
     let (_, inode) = rest.rsplit_once("-netns-")?;
     inode.parse().ok()
+}
+
+/// The namespace inode in a lock file's name (`tune-netns-<inode>.lock`).
+fn netns_of_lock_file(name: &str) -> Option<u64> {
+    name.strip_prefix("tune-netns-")?
+        .strip_suffix(".lock")?
+        .parse()
+        .ok()
 }
 
 /// Every network namespace alive now: those of running processes and the named ones
@@ -128,25 +193,30 @@ fn live_netns_inodes() -> std::collections::BTreeSet<u64> {
 
 /// Puts back what a session that died without reverting (SIGKILL, power loss) left: its
 /// tuning and its clsact qdisc, and removes the state of namespaces that are gone. Returns
-/// the tuning restored; says nothing when there was nothing to do.
+/// the tuning restored; says nothing when there was nothing to do. The session layer goes
+/// first, so the kept tuning under it is what comes back; the kept file itself is reverted
+/// only where a session of an older rxsteer (which had no layer of its own) crashed owning it.
 pub fn recover_crashed() -> Result<Vec<Change>> {
     remove_orphaned_state()?;
     rxsteer_dataplane::clsact::recover_crashed()?;
-    let path = state_path()?;
-    match StateFile::load(&path)? {
-        Some(state) if state.crashed() => {
-            let restored = revert(&path)?;
-            eprintln!(
-                "rxsteer: restored {} value(s) left by rxsteer pid {} ({} on {}), which did not exit cleanly",
-                restored.len(),
-                state.session_pid.unwrap_or_default(),
-                state.profile,
-                state.iface
-            );
-            Ok(restored)
+    let mut restored = Vec::new();
+    for path in [session_path()?, state_path()?] {
+        match StateFile::load(&path)? {
+            Some(state) if state.crashed() => {
+                let back = revert(&path)?;
+                eprintln!(
+                    "rxsteer: restored {} value(s) left by rxsteer pid {} ({} on {}), which did not exit cleanly",
+                    back.len(),
+                    state.session_pid.unwrap_or_default(),
+                    state.profile,
+                    state.iface
+                );
+                restored.extend(back);
+            }
+            _ => {}
         }
-        _ => Ok(Vec::new()),
     }
+    Ok(restored)
 }
 
 /// A session's tuning: applied on creation, reverted when dropped (return, error, panic).
@@ -156,14 +226,16 @@ pub struct TuneGuard {
 }
 
 impl TuneGuard {
+    /// Applies `profile_kind` as this session's layer (see [`session_path`]). The caller holds
+    /// the namespace's [`lock`].
     pub fn apply(profile_kind: Mode, input: &ProfileInput) -> Result<(Self, Plan)> {
-        let path = state_path()?;
+        let path = session_path()?;
         let settings = profile(profile_kind, input);
         let fresh = StateFile::new(
             sysctl::netns_inode("self")?,
             &input.iface,
             profile_kind.as_str(),
-            Some(std::process::id()),
+            true,
         );
         let guard = Self {
             path: path.clone(),
@@ -247,6 +319,12 @@ mod tests {
         assert_eq!(super::netns_of_state_file("clsact-netns-12.json"), Some(12));
         assert_eq!(super::netns_of_state_file("tune-netns-x.json"), None);
         assert_eq!(super::netns_of_state_file("other.txt"), None);
+        assert_eq!(
+            super::netns_of_state_file("session-netns-77.json"),
+            Some(77)
+        );
+        assert_eq!(super::netns_of_lock_file("tune-netns-5.lock"), Some(5));
+        assert_eq!(super::netns_of_lock_file("tune-netns-5.json"), None);
         // This process's namespace is alive.
         let me = rxsteer_tune::sysctl::netns_inode("self").unwrap();
         assert!(super::live_netns_inodes().contains(&me));

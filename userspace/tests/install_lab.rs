@@ -201,6 +201,35 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
         text(&s)
     );
 
+    // An experiment over the installed tuning stacks on it and puts it back when it ends;
+    // `--steer none` leaves it alone. Status still matches after each.
+    let other = cpus[0].to_string();
+    for steer in [
+        &["--steer", "rps", "--cpus", &other][..],
+        &["--steer", "none"],
+    ] {
+        let a = rxsteer(
+            &lab.server,
+            &[
+                &["attach", "--iface", &dev, "--json", "--count", "2"],
+                steer,
+            ]
+            .concat(),
+        );
+        assert!(a.status.success(), "{steer:?}: {}", text(&a));
+        assert!(
+            text(&a).contains(&format!("the kept tuning (rps on {dev}")),
+            "{}",
+            text(&a)
+        );
+        let s = rxsteer(&lab.server, &["status", "--root", &root_s]);
+        assert!(
+            s.status.success() && text(&s).contains("live values: all"),
+            "after attach {steer:?}: {}",
+            text(&s)
+        );
+    }
+
     // Another tool changes a value: status says so, exit 3.
     let rps_file = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
     let w = lab

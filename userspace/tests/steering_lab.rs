@@ -88,6 +88,7 @@ fn per_cpu_sum(lines: &[Value], f: impl Fn(&Value) -> u64) -> Vec<u64> {
 /// No state file for this (the root) network namespace.
 fn no_state_file() -> bool {
     !rxsteer::host::state_path().unwrap().exists()
+        && !rxsteer::host::session_path().unwrap().exists()
 }
 
 #[test]
@@ -474,7 +475,8 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         err.contains(&format!(
-            "rxsteer (pid {}) is steering in this network namespace",
+            "rxsteer attach --steer rps on {} (pid {}) is changing this network namespace's tuning",
+            lab.server_dev,
             a.id()
         )),
         "{err}"
@@ -841,7 +843,7 @@ fn state_files_of_namespaces_that_are_gone_are_removed_in_one_line_each() {
 /// The CPUs of each NAPI kthread of `dev`, by pid.
 fn napi_kthread_cpus(dev: &str) -> Vec<(u32, Vec<u32>)> {
     let prefix = rxsteer_tune::pin::napi_comm_prefix(dev);
-    rxsteer_tune::pin::tasks_with_comm_prefix(&[&prefix])
+    rxsteer_tune::pin::kthreads_with_comm_prefix(&[&prefix])
         .unwrap()
         .into_iter()
         .map(|(pid, _)| (pid, rxsteer_tune::pin::affinity_of(pid).unwrap()))

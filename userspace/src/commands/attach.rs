@@ -29,8 +29,14 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.profile_cpus())?;
+    // Held to the end of this function: past the revert, so no other session tunes in between.
+    let _lock = host::lock(&format!(
+        "rxsteer attach --steer {} on {}",
+        args.steer, o.iface
+    ))?;
     host::recover_crashed()?;
     host::check_not_owned()?;
+    host::say_kept_tuning(&format!("attach --steer {}", args.steer))?;
 
     let ports = PortConfig {
         http: o.http_ports.0.clone(),
@@ -149,17 +155,10 @@ fn steering_line(
     }
 }
 
-/// Applies the tuning of `steer` (a mode without one: back to the snapshot) and says what it
-/// wrote.
+/// Applies the tuning of `steer` as this session's layer and says what it wrote. A mode without
+/// tuning writes nothing: the host stays as found, kept tuning included.
 fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<TuneGuard>> {
     if steer.steering().tuning.is_none() {
-        let restored = rxsteer_tune::revert(&host::state_path()?)?;
-        if !restored.is_empty() {
-            eprintln!(
-                "rxsteer: {steer}: {} value(s) back to the snapshot",
-                restored.len()
-            );
-        }
         return Ok(None);
     }
     let (g, plan) = TuneGuard::apply(steer, input)?;

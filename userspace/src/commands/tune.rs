@@ -74,16 +74,25 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             host::refuse_unmet(target.profile, "--profile")?;
             let input = target.input()?;
             let settings = profile(target.profile, &input);
-            if !dry_run {
-                privilege::require("rxsteer tune apply", TUNE_CAPS)?;
-                host::recover_crashed()?;
-                host::check_not_owned()?;
-            }
+            // Held until this arm returns, past the last write.
+            let _lock = match dry_run {
+                true => None,
+                false => {
+                    privilege::require("rxsteer tune apply", TUNE_CAPS)?;
+                    let lock = host::lock(&format!(
+                        "rxsteer tune apply --profile {} on {}",
+                        target.profile, target.iface
+                    ))?;
+                    host::recover_crashed()?;
+                    host::check_not_owned()?;
+                    Some(lock)
+                }
+            };
             let fresh = StateFile::new(
                 sysctl::netns_inode("self")?,
                 &target.iface,
                 target.profile.as_str(),
-                None,
+                false,
             );
             let plan = apply(&settings, &host::state_path()?, fresh, *dry_run)?;
             let verb = if *dry_run { "would change" } else { "changed" };
@@ -135,6 +144,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
 /// `rxsteer restore`: revert this namespace's state file, unless a live session owns it.
 pub fn restore() -> Result<()> {
     privilege::require("rxsteer restore", TUNE_CAPS)?;
+    let _lock = host::lock("rxsteer restore")?;
     let mut out = std::io::stdout().lock();
     host::remove_orphaned_state()?;
     rxsteer_dataplane::clsact::recover_crashed()?;
@@ -155,21 +165,27 @@ pub fn restore() -> Result<()> {
             "removed network namespace {n} left by a killed lab or compare"
         )?;
     }
-    let path = host::state_path()?;
-    let Some(state) = StateFile::load(&path)? else {
-        if labs.is_empty() {
-            writeln!(
-                out,
-                "nothing to restore: rxsteer has no changes recorded in this network namespace"
-            )?;
+    // The session layer first, so that what comes back under it is the kept tuning, then that.
+    let mut restored_any = false;
+    for path in [host::session_path()?, host::state_path()?] {
+        let Some(state) = StateFile::load(&path)? else {
+            continue;
+        };
+        if let Some(pid) = state.live_owner() {
+            bail!(
+                "rxsteer (pid {pid}) is running and will restore its own changes; stop it instead"
+            );
         }
-        return Ok(());
-    };
-    if let Some(pid) = state.live_owner() {
-        bail!("rxsteer (pid {pid}) is running and will restore its own changes; stop it instead");
+        let restored = revert(&path)?;
+        let on = format!(" ({} on {})", state.profile, state.iface);
+        writeln!(out, "{}", host::changes_said("restored", &on, &restored))?;
+        restored_any = true;
     }
-    let restored = revert(&path)?;
-    let on = format!(" ({} on {})", state.profile, state.iface);
-    writeln!(out, "{}", host::changes_said("restored", &on, &restored))?;
+    if !restored_any && labs.is_empty() {
+        writeln!(
+            out,
+            "nothing to restore: rxsteer has no changes recorded in this network namespace"
+        )?;
+    }
     Ok(())
 }

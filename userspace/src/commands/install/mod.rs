@@ -352,7 +352,10 @@ pub fn uninstall(a: &InstalledArgs) -> Result<()> {
 
 /// After the unit stopped: its snapshot should be back. If a failed stop left it, put it back.
 fn revert_left(out: &mut impl Write, rec: &Installed) -> Result<()> {
-    let path = host::state_path()?;
+    let path = match rec.is_session() {
+        true => host::session_path()?,
+        false => host::state_path()?,
+    };
     let Some(state) = StateFile::load(&path)? else {
         return Ok(());
     };
@@ -390,6 +393,18 @@ pub fn status(a: &InstalledArgs) -> Result<bool> {
             }
         )?,
     }
+    let layer = StateFile::load(&host::session_path()?)?;
+    if let Some(layer) = &layer {
+        let by = match layer.live_owner() {
+            Some(pid) => format!("rxsteer attach (pid {pid}), until it ends"),
+            None => "a session that did not exit cleanly (`rxsteer restore`)".to_string(),
+        };
+        writeln!(
+            out,
+            "on top now: {} on {}, by {by}; what it found comes back when it ends",
+            layer.profile, layer.iface
+        )?;
+    }
     let recs = selected(&layout, a.iface.as_deref())?;
     if recs.is_empty() {
         writeln!(
@@ -401,7 +416,9 @@ pub fn status(a: &InstalledArgs) -> Result<bool> {
     }
     let mut in_place = true;
     for rec in &recs {
-        in_place &= status_of(&mut out, &layout, rec, state.as_ref())?;
+        // A unit that runs a session keeps its tuning in the session layer.
+        let theirs = if rec.is_session() { &layer } else { &state };
+        in_place &= status_of(&mut out, &layout, rec, theirs.as_ref())?;
     }
     Ok(in_place)
 }

@@ -90,6 +90,12 @@ impl Installed {
     pub fn applied_in(&self, state: &rxsteer_tune::StateFile) -> bool {
         state.iface == self.iface && state.profile == self.steer.as_str()
     }
+
+    /// Whether the unit runs a session (`attach`, its tuning in the session layer while it
+    /// runs) rather than a `tune apply` (the kept tuning).
+    pub fn is_session(&self) -> bool {
+        self.exec_start.first().is_some_and(|c| c == "attach")
+    }
 }
 
 /// Creates `abs`'s missing directories in `layout`, appending each it made to `created`.
