@@ -15,11 +15,20 @@ use std::{
 
 use rxsteer_tune::{state::STATE_DIR, sysctl};
 
-/// What the marker records: which interface's qdisc, added by which process.
+/// What the marker records: which interface's qdisc, added by which process (its pid and
+/// start time: a reused pid is not the owner).
 #[derive(Debug, Serialize, Deserialize)]
 struct Marker {
     iface: String,
     pid: u32,
+    #[serde(default)]
+    start: Option<u64>,
+}
+
+impl Marker {
+    fn alive(&self) -> bool {
+        self.pid != std::process::id() && rxsteer_tune::task::alive(self.pid, self.start)
+    }
 }
 
 /// This network namespace's marker.
@@ -42,7 +51,7 @@ impl ClsactGuard {
     pub fn add(iface: &str) -> Result<Self> {
         let marker = marker_path()?;
         if let Some(m) = read(&marker)? {
-            if alive(m.pid) {
+            if m.alive() {
                 bail!(
                     "rxsteer (pid {}) holds a clsact qdisc on {} in this network namespace",
                     m.pid,
@@ -56,12 +65,14 @@ impl ClsactGuard {
                 "{iface} already has a clsact qdisc (someone else's tc programs): not sharing it"
             );
         }
-        std::fs::create_dir_all(STATE_DIR).with_context(|| format!("creating {STATE_DIR}"))?;
         let json = serde_json::to_vec(&Marker {
             iface: iface.to_string(),
             pid: std::process::id(),
+            start: rxsteer_tune::task::own_start_time(),
         })?;
-        std::fs::write(&marker, json).with_context(|| format!("writing {}", marker.display()))?;
+        // Atomic and 0600, as the state files: a reader sees no marker or a whole one.
+        rxsteer_tune::state::write_private(&marker, &json)
+            .with_context(|| format!("writing {}", marker.display()))?;
         if let Err(e) = aya::programs::tc::qdisc_add_clsact(iface) {
             let _ = std::fs::remove_file(&marker);
             bail!("adding a clsact qdisc to {iface}: {e}");
@@ -84,7 +95,7 @@ impl Drop for ClsactGuard {
 pub fn recover_crashed() -> Result<()> {
     let marker = marker_path()?;
     if let Some(m) = read(&marker)? {
-        if !alive(m.pid) {
+        if !m.alive() {
             remove_qdisc(&m.iface);
             std::fs::remove_file(&marker)?;
             eprintln!(
@@ -96,11 +107,24 @@ pub fn recover_crashed() -> Result<()> {
     Ok(())
 }
 
+/// The marker, if there is one. One that does not parse (written by hand, or damaged) names
+/// no qdisc to remove and no owner to wait for: it is removed, said in one line, rather than
+/// blocking every later start.
 fn read(path: &Path) -> Result<Option<Marker>> {
     match std::fs::read(path) {
-        Ok(b) => Ok(Some(serde_json::from_slice(&b).with_context(|| {
-            format!("{} is not a clsact marker", path.display())
-        })?)),
+        Ok(b) => match serde_json::from_slice(&b) {
+            Ok(m) => Ok(Some(m)),
+            Err(e) => {
+                std::fs::remove_file(path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+                eprintln!(
+                    "rxsteer: removed {}, which is not a clsact marker ({e}); a clsact qdisc it \
+                     named, if any, stays (`tc qdisc del dev IF clsact`)",
+                    path.display()
+                );
+                Ok(None)
+            }
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
@@ -115,14 +139,41 @@ fn has_clsact(iface: &str) -> Result<bool> {
     Ok(String::from_utf8_lossy(&out.stdout).contains("qdisc clsact"))
 }
 
-fn alive(pid: u32) -> bool {
-    pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// `tc qdisc del dev IF clsact`: the filters on it go with it. An interface or qdisc that is
 /// already gone is not an error.
 fn remove_qdisc(iface: &str) {
     let _ = Command::new("tc")
         .args(["qdisc", "del", "dev", iface, "clsact"])
         .output();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A truncated marker once blocked every later attach; now it is removed, and a whole one
+    /// written by a process that is gone (or a reused pid) is not a live owner.
+    #[test]
+    fn a_damaged_marker_is_removed_and_a_dead_owner_is_not_alive() {
+        let dir = std::env::temp_dir().join(format!("rxsteer-clsact-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("clsact-netns-1.json");
+        std::fs::write(&path, br#"{"iface":"eth0","pi"#).unwrap();
+        assert!(read(&path).unwrap().is_none());
+        assert!(!path.exists());
+        let reused = Marker {
+            iface: "eth0".into(),
+            pid: 1,
+            start: Some(rxsteer_tune::task::Stat::of(1).unwrap().start_time + 77),
+        };
+        rxsteer_tune::state::write_private(&path, &serde_json::to_vec(&reused).unwrap()).unwrap();
+        let m = read(&path).unwrap().unwrap();
+        assert!(!m.alive(), "pid 1 with another start time");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

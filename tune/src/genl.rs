@@ -171,7 +171,13 @@ pub fn split(mut data: &[u8]) -> io::Result<Vec<Reply>> {
                     .get(..4)
                     .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
                     .ok_or_else(|| bad("an error message without its code"))?;
-                Reply::End(-code)
+                // The kernel sends 0 or a negated errno; anything else (i32::MIN, whose
+                // negation overflows, as the fuzzer found) is no reply of its.
+                let errno = code
+                    .checked_neg()
+                    .filter(|e| *e >= 0)
+                    .ok_or_else(|| bad("an error code that is no errno"))?;
+                Reply::End(errno)
             }
             _ => Reply::Message(attrs(payload.get(GENL_HDRLEN..).unwrap_or_default())?),
         });
@@ -270,6 +276,18 @@ mod tests {
         let mut data = 100u32.to_ne_bytes().to_vec();
         data.extend_from_slice(&[0; 12]);
         assert!(split(&data).is_err());
+    }
+
+    /// Found by the genl_reply fuzz target: an error code of i32::MIN overflowed its negation.
+    #[test]
+    fn an_error_code_that_is_no_errno_is_an_error() {
+        for code in [i32::MIN, 5] {
+            let mut data = 20u32.to_ne_bytes().to_vec();
+            data.extend_from_slice(&NLMSG_ERROR.to_ne_bytes());
+            data.extend_from_slice(&[0; 10]);
+            data.extend_from_slice(&code.to_ne_bytes());
+            assert!(split(&data).is_err(), "{code}");
+        }
     }
 
     #[test]

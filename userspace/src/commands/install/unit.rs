@@ -104,7 +104,10 @@ impl Ask {
     /// The unit file's text.
     pub fn unit_text(&self) -> String {
         let dev = device_unit(&self.iface);
-        let line = |argv: &[String]| format!("{BINARY} {}", argv.join(" "));
+        let line = |argv: &[String]| {
+            let words: Vec<String> = argv.iter().map(|a| exec_word(a)).collect();
+            format!("{BINARY} {}", words.join(" "))
+        };
         let what = self.steer.steering().summary;
         let mut s = format!(
             "# Written by `rxsteer install`; `rxsteer uninstall` removes it. Do not edit: install\n\
@@ -117,7 +120,7 @@ impl Ask {
              {limit}\
              \n\
              [Service]\n",
-            iface = self.iface,
+            iface = self.iface.replace('%', "%%"),
             // A service that keeps failing (cpumap on an interface that refuses it) stops
             // being restarted after three tries in a minute, instead of every 5 s for ever.
             limit = if self.exec_stop().is_none() {
@@ -146,9 +149,44 @@ impl Ask {
     }
 }
 
+/// One word of an `ExecStart=` line as systemd reads it back (systemd.service, "Command
+/// lines"): `%` and `$` doubled (no specifier or variable is expanded), and a word holding a
+/// blank, a quote, a backslash or a `;` (or none at all) in double quotes, with `\` and `"`
+/// escaped. An interface may be named `a"b` or `x$y`: such a name stays one literal word.
+fn exec_word(arg: &str) -> String {
+    let plain = arg.replace('%', "%%").replace('$', "$$");
+    let needs_quotes = arg.is_empty()
+        || arg
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | ';'));
+    if !needs_quotes {
+        return plain;
+    }
+    let mut q = String::from("\"");
+    for c in plain.chars() {
+        if matches!(c, '"' | '\\') {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q.push('"');
+    q
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exec_words_are_quoted_by_systemds_rules() {
+        assert_eq!(exec_word("enP7s7"), "enP7s7");
+        assert_eq!(exec_word("a\"b"), r#""a\"b""#);
+        assert_eq!(exec_word("x$y"), "x$$y");
+        assert_eq!(exec_word("c\\d"), r#""c\\d""#);
+        assert_eq!(exec_word("50%"), "50%%");
+        assert_eq!(exec_word("a;b"), r#""a;b""#);
+        assert_eq!(exec_word(""), r#""""#);
+    }
 
     #[test]
     fn names_are_escaped_as_systemd_escapes_them() {
