@@ -167,7 +167,7 @@ fn two_ssh_loaders_drive_both_protocols_are_merged_and_cleaned_up() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("rxsteer-loader-"))
+        .filter(|n| n.starts_with("rxsteer-loader"))
         .collect();
     assert!(left.is_empty(), "left on the loader: {left:?}");
     let _ = std::fs::remove_dir_all(&out_dir);

@@ -583,10 +583,7 @@ fn an_interface_named_with_quotes_and_dollars_stays_one_word_of_the_unit() {
         .expect("the unit file");
     let name = unit.file_name().to_string_lossy().into_owned();
     let unit_text = std::fs::read_to_string(unit.path()).unwrap();
-    assert!(
-        unit_text.contains(r#"--iface "rq\"x$$1\\""#),
-        "{unit_text}"
-    );
+    assert!(unit_text.contains(r#"--iface "rq\"x$$1\\""#), "{unit_text}");
     verify(&unit_text, &name, &root);
     let u = rxsteer(
         &lab.server,

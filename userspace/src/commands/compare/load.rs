@@ -281,11 +281,11 @@ impl Loader<'_> {
                     let mut args = spec.rxload_args();
                     args.extend([
                         "--json".into(),
-                        s.remote_json(&spec.base, i),
+                        s.remote_json(i, &spec.base),
                         "--live".into(),
                         "/dev/stderr".into(),
                     ]);
-                    let remote = s.remote_rxload();
+                    let remote = s.remote_rxload(i);
                     let mut all: Vec<&str> = vec![&remote];
                     all.extend(args.iter().map(String::as_str));
                     let mut c = s.ssh(d, &all);
@@ -337,7 +337,7 @@ impl Loader<'_> {
             Loader::Ssh(s) => {
                 let mut all = Vec::new();
                 for (i, d) in s.dests.iter().enumerate() {
-                    let v = s.fetch(d, &s.remote_json(&spec.base, i))?;
+                    let v = s.fetch(d, &s.remote_json(i, &spec.base))?;
                     std::fs::write(loader_file(&spec.json, i), serde_json::to_vec_pretty(&v)?)?;
                     all.push(v);
                 }

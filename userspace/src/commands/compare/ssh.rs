@@ -79,12 +79,13 @@ pub fn parse_dest(s: &str) -> Result<SshDest, String> {
     })
 }
 
-/// The ssh loaders of one run, with their remote folder (removed when dropped).
+/// The ssh loaders of one run, each with its remote folder (removed when dropped).
 pub struct SshLoaders {
     pub dests: Vec<SshDest>,
     config: Option<PathBuf>,
-    pub remote_dir: String,
-    prepared: Vec<SshDest>,
+    /// Each prepared loader's folder, in `dests` order: made there by `mktemp -d` (0700, a
+    /// name nobody can guess or plant beforehand).
+    remote_dirs: Vec<String>,
 }
 
 impl SshLoaders {
@@ -129,14 +130,10 @@ impl SshLoaders {
 
     /// Checks every loader and copies this host's rxload to each, before anything changes.
     pub fn prepare(dests: Vec<SshDest>, config: Option<PathBuf>, rxload: &Path) -> Result<Self> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
         let mut me = Self {
             dests,
             config,
-            remote_dir: format!("/tmp/rxsteer-loader-{}-{nanos}", std::process::id()),
-            prepared: Vec::new(),
+            remote_dirs: Vec::new(),
         };
         for d in me.dests.clone() {
             let arch = me.run(&d, &["uname", "-m"], None).map_err(|e| {
@@ -152,23 +149,24 @@ impl SshLoaders {
                     std::env::consts::ARCH
                 );
             }
-            let copy = format!(
-                "umask 077 && mkdir -p {0} && cat > {0}/rxload && chmod 700 {0}/rxload",
-                me.remote_dir
-            );
-            me.prepared.push(d.clone());
-            me.run(&d, &[&copy], Some(rxload))?;
+            let copy = "umask 077 && d=$(mktemp -d \"${TMPDIR:-/tmp}/rxsteer-loader.XXXXXXXXXX\") \
+                        && cat > \"$d/rxload\" && chmod 700 \"$d/rxload\" && echo \"$d\"";
+            let dir = me.run(&d, &[copy], Some(rxload))?;
+            let dir = remote_dir_said(&dir)
+                .with_context(|| format!("loader {d}: mktemp -d answered {:?}", dir.trim()))?;
+            me.remote_dirs.push(dir);
         }
         Ok(me)
     }
 
-    pub fn remote_rxload(&self) -> String {
-        format!("{}/rxload", self.remote_dir)
+    /// rxload on loader `i`.
+    pub fn remote_rxload(&self, i: usize) -> String {
+        format!("{}/rxload", self.remote_dirs[i])
     }
 
-    /// The remote file of one load's JSON.
-    pub fn remote_json(&self, base: &str, i: usize) -> String {
-        format!("{}/rxload-{base}-{i}.json", self.remote_dir)
+    /// The remote file of one load's JSON on loader `i`.
+    pub fn remote_json(&self, i: usize, base: &str) -> String {
+        format!("{}/rxload-{base}.json", self.remote_dirs[i])
     }
 
     /// Fetches a remote JSON result.
@@ -179,12 +177,25 @@ impl SshLoaders {
     }
 }
 
+/// The folder `mktemp -d` printed, if it is one: an absolute path of plain characters (it goes
+/// into later remote command lines).
+fn remote_dir_said(out: &str) -> Result<String> {
+    let dir = out.trim();
+    let plain = dir
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+    if !dir.starts_with('/') || !plain || dir.contains("..") {
+        bail!("not a folder rxsteer made");
+    }
+    Ok(dir.to_string())
+}
+
 impl Drop for SshLoaders {
     /// Leaves each loader as found: the copied rxload and its results go.
     fn drop(&mut self) {
-        for d in &self.prepared {
-            if let Err(e) = self.run(d, &["rm", "-rf", &self.remote_dir], None) {
-                eprintln!("rxsteer: could not clean {} on {d}: {e:#}", self.remote_dir);
+        for (d, dir) in self.dests.iter().zip(&self.remote_dirs) {
+            if let Err(e) = self.run(d, &["rm", "-rf", dir], None) {
+                eprintln!("rxsteer: could not clean {dir} on {d}: {e:#}");
             }
         }
     }
@@ -193,6 +204,24 @@ impl Drop for SshLoaders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_plain_absolute_folder_from_mktemp_is_used() {
+        assert_eq!(
+            remote_dir_said("/tmp/rxsteer-loader.Ab3dE9xYz1\n").unwrap(),
+            "/tmp/rxsteer-loader.Ab3dE9xYz1"
+        );
+        for bad in [
+            "",
+            "tmp/x",
+            "/tmp/a b",
+            "/tmp/$(reboot)",
+            "/tmp/../etc",
+            "/tmp/x;rm",
+        ] {
+            assert!(remote_dir_said(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn destinations_parse_and_hostile_ones_are_refused() {
