@@ -211,5 +211,7 @@ fn an_unreachable_ssh_loader_is_named_before_anything_changes() {
         before,
         "no XDP attached"
     );
+    let left = std::path::Path::new("/tmp/rxsteer-never-written").exists();
     let _ = std::fs::remove_dir_all("/tmp/rxsteer-never-written");
+    assert!(!left, "a refused start leaves no results folder");
 }

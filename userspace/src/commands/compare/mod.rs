@@ -94,11 +94,14 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     };
     let planned = runnable(args.arms(), &place, args.interleave)?;
     let dir = args.out.clone().unwrap_or_else(default_out);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Made only once the site's checks passed: a refused start leaves no empty folder.
+    let make_dir =
+        || std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()));
     let tui = !args.no_tui && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     match &args.iface {
         None => {
             let lab = sites::Lab::create(&roles, online.len())?;
+            make_dir()?;
             let result = measure(args, &planned, lab.prepared(), &dir, tui, &stop);
             drop(lab);
             result?;
@@ -106,6 +109,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         }
         Some(iface) => {
             let site = sites::iface(args, iface, &roles)?;
+            make_dir()?;
             measure(args, &planned, site, &dir, tui, &stop)?;
             eprintln!("rxsteer compare: stored in {}", dir.display());
         }
