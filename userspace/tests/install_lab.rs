@@ -112,8 +112,26 @@ fn verify(unit_text: &str, unit_name: &str, root: &Path) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn run(ns: &Netns, argv: &[String]) -> Output {
-    ns.command(&argv[0]).args(&argv[1..]).output().unwrap()
+/// `argv` as the unit runs it: with no capability but those of its `CapabilityBoundingSet=`
+/// and with no new privileges (setpriv(1) does for this root process what systemd does).
+fn as_the_unit_runs(ns: &Netns, unit: &str, argv: &[String]) -> Command {
+    let caps: Vec<String> = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+        .expect("the unit bounds its capabilities")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    assert!(unit.contains("\nNoNewPrivileges=yes\n"), "{unit}");
+    let mut c = ns.command("setpriv");
+    c.args(["--no-new-privs", "--bounding-set"])
+        .arg(format!("-all,{}", caps.join(",")))
+        .args(argv);
+    c
+}
+
+fn run(ns: &Netns, unit: &str, argv: &[String]) -> Output {
+    as_the_unit_runs(ns, unit, argv).output().unwrap()
 }
 
 #[test]
@@ -181,7 +199,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
 
     // As systemd starts it.
     let start = command_of(&unit, "ExecStart", &root).unwrap();
-    let o = run(&lab.server, &start);
+    let o = run(&lab.server, &unit, &start);
     assert!(o.status.success(), "ExecStart: {}", text(&o));
     let mask = rxsteer_tune::cpus::cpumask(
         &[target],
@@ -249,7 +267,7 @@ fn an_rps_unit_applies_at_start_is_checked_by_status_and_stop_and_uninstall_leav
 
     // As systemd stops it: every value back as it was before start.
     let stop = command_of(&unit, "ExecStop", &root).unwrap();
-    let o = run(&lab.server, &stop);
+    let o = run(&lab.server, &unit, &stop);
     assert!(o.status.success(), "ExecStop: {}", text(&o));
     assert_eq!(
         common::profile_values(&lab),
@@ -304,7 +322,7 @@ fn on_a_loader_box_the_same_install_applies_xps_and_stop_restores_it() {
         &["--steer", "rps", "--cpus", &target.to_string()],
     );
     let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
-    let o = run(ns, &command_of(&unit, "ExecStart", &root).unwrap());
+    let o = run(ns, &unit, &command_of(&unit, "ExecStart", &root).unwrap());
     assert!(o.status.success(), "ExecStart: {}", text(&o));
     let xps = ns
         .command("cat")
@@ -322,7 +340,7 @@ fn on_a_loader_box_the_same_install_applies_xps_and_stop_restores_it() {
         "{}",
         text(&s)
     );
-    let o = run(ns, &command_of(&unit, "ExecStop", &root).unwrap());
+    let o = run(ns, &unit, &command_of(&unit, "ExecStop", &root).unwrap());
     assert!(o.status.success(), "ExecStop: {}", text(&o));
     assert_eq!(
         common::profile_values_in(ns, &dev),
@@ -378,10 +396,7 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
 
     // As systemd runs it: stdout and stderr to the journal (here, pipes), until SIGTERM.
     let start = command_of(&unit, "ExecStart", &root).unwrap();
-    let mut svc = lab
-        .server
-        .command(&start[0])
-        .args(&start[1..])
+    let mut svc = as_the_unit_runs(&lab.server, &unit, &start)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
