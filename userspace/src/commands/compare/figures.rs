@@ -8,7 +8,7 @@ use rxsteer_records::{
     run::{imbalance, Nic, Row},
     LoadResult, Phase, TcAttached,
 };
-use std::{io::Write, path::Path};
+use std::path::Path;
 
 use super::{arm::Arm, watch::Tagged};
 use rxsteer_records::Proto;
@@ -237,17 +237,16 @@ pub fn iface_facts(ns: Option<&crate::netns::Netns>, dev: &str) -> Nic {
 
 /// The samples of one mode session, one JSON line each, tagged with phase (and protocol).
 pub fn store_samples(path: &Path, tagged: &[Tagged]) -> Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut out = Vec::new();
     for t in tagged {
         let line = rxsteer_records::SampleLine {
             phase: Some(t.phase),
             ..t.line.clone()
         };
         serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")?;
+        out.push(b'\n');
     }
-    out.flush()?;
-    Ok(())
+    rxsteer_report::files::write_replacing(path, out)
 }
 
 #[cfg(test)]

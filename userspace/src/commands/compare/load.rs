@@ -338,11 +338,17 @@ impl Loader<'_> {
                 let mut all = Vec::new();
                 for (i, d) in s.dests.iter().enumerate() {
                     let v = s.fetch(d, &s.remote_json(i, &spec.base))?;
-                    std::fs::write(loader_file(&spec.json, i), serde_json::to_vec_pretty(&v)?)?;
+                    rxsteer_report::files::write_replacing(
+                        loader_file(&spec.json, i),
+                        serde_json::to_vec_pretty(&v)?,
+                    )?;
                     all.push(v);
                 }
                 let merged = merge(&all)?;
-                std::fs::write(&spec.json, serde_json::to_vec_pretty(&merged)?)?;
+                rxsteer_report::files::write_replacing(
+                    &spec.json,
+                    serde_json::to_vec_pretty(&merged)?,
+                )?;
                 Some(merged)
             }
             _ => Some(read_result(&spec.json)?),

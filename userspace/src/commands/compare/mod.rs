@@ -216,7 +216,10 @@ fn measure(
     doc.reps = reps.next;
     doc.sequential = reps.sequential;
     doc.incomplete = incomplete.clone();
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&doc)?)?;
+    rxsteer_report::files::write_replacing(
+        dir.join("run.json"),
+        serde_json::to_string_pretty(&doc)?,
+    )?;
     print!("{}", rxsteer_report::summary(&doc)?);
     rxsteer_report::run(dir)?;
     if let Some(why) = incomplete {
