@@ -30,6 +30,19 @@ fn read_run(dir: &std::path::Path) -> Value {
 fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let lab = common::nic_lab('n');
     let out_dir = std::env::temp_dir().join(format!("rxsteer-iface-l-{}", std::process::id()));
+    // While it runs: who the server is (its uid) and where it listens.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                seen.extend(serve_processes());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            seen
+        })
+    };
     let out = common::compare_on_iface(&lab, &["local"])
         .args([
             "--closed", "--steer", "rps", "--proto", "zap", "-d", "1s", "--reps", "1", "-c", "4",
@@ -39,8 +52,19 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
         .arg(&out_dir)
         .output()
         .unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let servers = watcher.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    assert!(!servers.is_empty(), "serve was seen running: {err}");
+    for (uid, cmdline) in &servers {
+        assert_ne!(*uid, 0, "serve runs without root: {cmdline}");
+        assert!(
+            cmdline.contains(&format!("zap={}:9653", lab.server_ip))
+                && !cmdline.contains("0.0.0.0"),
+            "serve binds the interface's address: {cmdline}"
+        );
+    }
     assert!(
         err.contains("never crosses"),
         "the local-loader caveat: {err}"
@@ -57,6 +81,31 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
         "{report}"
     );
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// Every `rxsteer serve` running now: its real uid and its command line.
+fn serve_processes() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !(cmdline.contains(" serve ") && cmdline.contains("--listen")) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok());
+        if let Some(uid) = uid {
+            out.push((uid, cmdline));
+        }
+    }
+    out
 }
 
 /// `--loader netns:NAME`: rxload in a namespace of this host that holds the other end of the
@@ -229,7 +278,7 @@ fn a_server_port_in_use_is_named_and_the_host_restored() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("0.0.0.0:8080") && err.contains("in use"),
+        err.contains(&format!("{}:8080", lab.server_ip)) && err.contains("in use"),
         "{err}"
     );
     // Everything the mode put in place was taken down again.

@@ -145,6 +145,11 @@ impl Server {
         };
         let pipe = crate::ready::Pipe::new()?;
         let mut cmd = crate::netns::command_at(site.ns(), &me);
+        if let Some((uid, gid)) = site.serve_as {
+            use std::os::unix::process::CommandExt;
+            // Root's supplementary groups go too (std clears them when root sets a uid).
+            cmd.uid(uid).gid(gid);
+        }
         let ready_fd = pipe.pass_to(&mut cmd);
         let serve = cmd
             .arg("serve")

@@ -1,7 +1,7 @@
 //! Where a comparison runs: the embedded lab (namespaces, a one-queue veth, the NAPI thread
 //! pinned as the receive core) or a real interface on this host, each with its loader.
 //! Each is prepared here and handed back; the caller measures on it.
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rxsteer_records::run::{Setup, SiteKind};
 
 use super::{
@@ -22,6 +22,10 @@ pub struct Site<'a> {
     ns: Option<&'a Netns>,
     pub server_dev: String,
     pub bind_ip: String,
+    /// The user and group `serve` runs as: on this host's interface, not root (it needs no
+    /// privilege: ports above 1024, its own threads' CPUs, busy polling within NAPI's
+    /// weight); in the lab's own namespaces, as rxsteer runs.
+    pub serve_as: Option<(u32, u32)>,
     pub target_ip: String,
     pub server_cpus: Vec<u32>,
     pub steer_targets: Vec<u32>,
@@ -76,6 +80,7 @@ impl Lab {
             ns: Some(&lab.veth.server),
             server_dev: lab.veth.server_dev.clone(),
             bind_ip: lab.veth.server_ip.to_string(),
+            serve_as: None,
             target_ip: lab.veth.server_ip.to_string(),
             server_cpus: roles.server_cpus.clone(),
             steer_targets: steer_targets(roles),
@@ -104,6 +109,24 @@ impl Lab {
     }
 }
 
+/// `nobody`'s uid and gid (65534 where the password database has no such user), when this
+/// process is root and so has something to drop.
+fn unprivileged_user() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no failure; getpwnam returns a pointer into static storage or null,
+    // read at once on this thread.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return None;
+        }
+        let pw = libc::getpwnam(c"nobody".as_ptr());
+        Some(if pw.is_null() {
+            (65534, 65534)
+        } else {
+            ((*pw).pw_uid, (*pw).pw_gid)
+        })
+    }
+}
+
 /// With no free CPU (1-2 CPUs) steering can only go to the server CPUs themselves.
 fn steer_targets(roles: &Roles) -> Vec<u32> {
     let targets = roles.steer_targets();
@@ -119,15 +142,22 @@ fn steer_targets(roles: &Roles) -> Vec<u32> {
 pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<'static>> {
     crate::iface::require_up(iface)?;
     let external = args.loader == [LoaderArg::External];
+    // The server listens on the address the load is sent to, never on every interface.
     let target_ip = match args.target_ip {
         Some(ip) => ip.to_string(),
-        None if external => "0.0.0.0".into(),
-        None => crate::iface::ipv4_of(iface)?.to_string(),
+        None => crate::iface::ipv4_of(iface)
+            .with_context(|| {
+                format!(
+                    "the server binds {iface}'s address; give the one the load is sent to with --target-ip"
+                )
+            })?
+            .to_string(),
     };
     let site = Site {
         ns: None,
         server_dev: iface.into(),
-        bind_ip: "0.0.0.0".into(),
+        bind_ip: target_ip.clone(),
+        serve_as: unprivileged_user(),
         target_ip,
         server_cpus: roles.server_cpus.clone(),
         steer_targets: steer_targets(roles),
