@@ -129,10 +129,20 @@ pub enum Need {
     /// A kernel that runs the backlog in threads: booted with `thread_backlog_napi` (6.10+),
     /// or PREEMPT_RT. Taken at boot, so nothing at run time can meet it.
     BacklogThreads,
+    /// No other user of the flow dissector in the namespace. A BPF flow dissector replaces the
+    /// kernel's for every caller in its namespace, and a packet's hash is computed once and
+    /// shared: multipath routing, bonding's layer3+4 hash, tc flower and fq/sfq see what it
+    /// says too. Its context carries no device or caller to tell them apart by.
+    SoleDissector,
 }
 
+/// What a flow-dissector arm reaches, in the words install and the report say it (one text).
+pub const DISSECTOR_REACH: &str = "its BPF flow dissector serves everything in its network \
+    namespace, not RPS alone: multipath routes, bonding's layer3+4 hash, tc flower filters and \
+    fq/sfq on a forwarding box see every client of a service as one (docs/steering.md)";
+
 /// The facts about a place that a mode's needs are checked against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Place {
     /// The running kernel (major, minor).
     pub kernel: (u32, u32),
@@ -140,6 +150,10 @@ pub struct Place {
     pub root_netns: bool,
     /// Whether the kernel runs the backlog in threads (its `backlog_napi/N` kthreads exist).
     pub backlog_threads: bool,
+    /// What else in the namespace hashes with the flow dissector, in words (`multipath route
+    /// 10.0.0.0/24`, `bond bond0`, `flower filter on eth0`): empty where nothing does, or where
+    /// the user accepted the reach (`--accept-dissector-reach`).
+    pub dissector_users: Vec<String>,
 }
 
 impl Need {
@@ -160,7 +174,16 @@ impl Need {
                  it (no backlog_napi kthread runs)"
                     .to_string(),
             ),
-            Need::GlobalSysctl(_) | Need::Kernel(..) | Need::BacklogThreads => None,
+            Need::SoleDissector if !at.dissector_users.is_empty() => Some(format!(
+                "it replaces the flow dissector for everything in this network namespace, and \
+                 here {} hash with it too (they would see every client of a service as one); \
+                 --accept-dissector-reach runs it anyway",
+                at.dissector_users.join(", ")
+            )),
+            Need::GlobalSysctl(_)
+            | Need::Kernel(..)
+            | Need::BacklogThreads
+            | Need::SoleDissector => None,
         }
     }
 
@@ -172,6 +195,9 @@ impl Need {
             Need::BacklogThreads => {
                 "the kernel booted with thread_backlog_napi (Linux 6.10+)".to_string()
             }
+            Need::SoleDissector => "no multipath route, bond or tc flower filter in its \
+                                    network namespace (it replaces their flow dissector too)"
+                .to_string(),
         }
     }
 }
@@ -322,12 +348,15 @@ impl Mode {
                 }),
                 program: Some(Program::FlowDissector(program::RPS_BY_SERVICE)),
                 cpus: CpuFlags::List,
-                needs: &[Need::Kernel(
-                    6,
-                    1,
-                    "a flow dissector that hands other packets back to the kernel's \
-                     (BPF_FLOW_DISSECTOR_CONTINUE)",
-                )],
+                needs: &[
+                    Need::Kernel(
+                        6,
+                        1,
+                        "a flow dissector that hands other packets back to the kernel's \
+                         (BPF_FLOW_DISSECTOR_CONTINUE)",
+                    ),
+                    Need::SoleDissector,
+                ],
                 server: ServerHelp::Nothing,
             },
             Mode::BusyPoll => &Steering {
@@ -422,10 +451,11 @@ mod tests {
             kernel: (6, 1),
             root_netns: true,
             backlog_threads: false,
+            dissector_users: vec![],
         };
         let lab = Place {
             root_netns: false,
-            ..host
+            ..host.clone()
         };
         assert_eq!(Mode::Rfs.refused_at(&host), None);
         let why = Mode::Rfs.refused_at(&lab).unwrap();
@@ -445,7 +475,7 @@ mod tests {
         assert!(why.contains("thread_backlog_napi"), "{why}");
         let threaded = Place {
             backlog_threads: true,
-            ..host
+            ..host.clone()
         };
         assert_eq!(Mode::BacklogThreads.refused_at(&threaded), None);
         assert_eq!(
@@ -454,7 +484,7 @@ mod tests {
         );
         let five = Place {
             kernel: (5, 10),
-            ..host
+            ..host.clone()
         };
         let why = Mode::NapiThread.refused_at(&five).unwrap();
         assert!(
@@ -466,6 +496,19 @@ mod tests {
             None,
             "the lab can run it"
         );
+        // The flow dissector's reach: refused where others hash with it, naming them.
+        assert_eq!(Mode::RpsDissector.refused_at(&host), None);
+        let shared = Place {
+            dissector_users: vec!["multipath route 10.9.0.0/24".into(), "bond bond0".into()],
+            ..host.clone()
+        };
+        let why = Mode::RpsDissector.refused_at(&shared).unwrap();
+        assert!(
+            why.contains("here multipath route 10.9.0.0/24, bond bond0 hash with it")
+                && why.contains("--accept-dissector-reach"),
+            "{why}"
+        );
+        assert_eq!(Mode::Rps.refused_at(&shared), None, "only the dissector");
     }
 
     /// What keeping a mode takes is said once, from its needs and the help it asks of the

@@ -293,6 +293,17 @@ mod tests {
         }
     }
 
+    /// A run with a flow-dissector arm says how far that dissector reaches; one without does not.
+    #[test]
+    fn a_dissector_arm_says_its_reach() {
+        let reach = "rps-dissector's reach:** its BPF flow dissector serves everything";
+        assert!(!render(&doc(run())).unwrap().contains(reach));
+        let mut v = run();
+        v["runs"][1]["mode"] = "rps-dissector".into();
+        let md = render(&doc(v)).unwrap();
+        assert!(md.contains(reach), "{md}");
+    }
+
     #[test]
     fn renders_ratios_per_protocol_and_the_receive_table() {
         let md = render(&doc(run().clone())).unwrap();

@@ -409,6 +409,18 @@ fn notes_section(o: &mut String, run: &RunDoc) -> Result<()> {
             "> **The lab's frames kept the sender's flow hash** ({why}): RPS took it for free, where behind a NIC without RXHASH the receiving CPU dissects every frame, and a flow dissector (rps-dissector) was never asked.\n"
         )?;
     }
+    if run
+        .dims()
+        .0
+        .iter()
+        .any(|a| a.mode.receive_per_service_on_one_cpu())
+    {
+        writeln!(
+            o,
+            "> **rps-dissector's reach:** {}.\n",
+            rxsteer_records::steering::DISSECTOR_REACH
+        )?;
+    }
     if let Some(r) = run.rate {
         writeln!(
             o,

@@ -19,6 +19,10 @@ pub struct AttachArgs {
     /// cpumap: ring size per target CPU, in frames (1-16384, the kernel's limit).
     #[arg(long, default_value = "2048", value_parser = clap::value_parser!(u32).range(1..=MAX_QSIZE as i64))]
     pub qsize: u32,
+    /// rps-dissector: run even where multipath routes, bonds or tc flower filters share the
+    /// flow dissector it replaces (they see each service's clients as one; docs/steering.md).
+    #[arg(long)]
+    pub accept_dissector_reach: bool,
     /// Write one line to this descriptor once observing (`observing IFACE steer MODE`), then
     /// close it: how a parent that started attach learns it is ready (rxsteer compare).
     #[arg(long, value_parser = crate::ready::parse_fd, hide = true)]

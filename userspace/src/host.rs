@@ -17,19 +17,26 @@ use rxsteer_tune::{
 
 use rxsteer_records::{Mode, Place};
 
-/// This place, for a mode's needs: the running kernel, and whether this process is in the root
-/// network namespace (where global sysctls are written).
-pub fn place() -> Result<Place> {
+/// This place, for a mode's needs: the running kernel, whether this process is in the root
+/// network namespace (where global sysctls are written), and what else here uses the flow
+/// dissector (none where `accept_dissector_reach`: the user took that on).
+pub fn place(accept_dissector_reach: bool) -> Result<Place> {
     Ok(Place {
         kernel: rxsteer_dataplane::kernel_version()?,
         root_netns: sysctl::in_root_netns()?,
         backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
+        dissector_users: match accept_dissector_reach {
+            true => Vec::new(),
+            false => crate::dissector_reach::users()?,
+        },
     })
 }
 
 /// Refuses `mode`, as `flag` gave it, in one line where this place lacks what it needs.
-pub fn refuse_unmet(mode: Mode, flag: &str) -> Result<()> {
-    match mode.refused_at(&place()?) {
+pub fn refuse_unmet(mode: Mode, flag: &str, accept_dissector_reach: bool) -> Result<()> {
+    // Only a mode with a flow dissector of its own asks who else uses one.
+    let accept = accept_dissector_reach || !mode.receive_per_service_on_one_cpu();
+    match mode.refused_at(&place(accept)?) {
         Some(why) => bail!("{flag} {mode}: {why}"),
         None => Ok(()),
     }

@@ -8,6 +8,7 @@ pub mod attach_args;
 pub mod child;
 pub mod commands;
 pub mod cpu_arg;
+pub mod dissector_reach;
 pub mod embedded_lab;
 pub mod host;
 pub mod iface;
@@ -166,6 +167,8 @@ mod tests {
                 iface: "eth0".into(),
                 steer: mode,
                 flags: Vec::new(),
+                // The switch is taken too: every unit may carry it.
+                accept_dissector_reach: mode.receive_per_service_on_one_cpu(),
             };
             let commands = std::iter::once(ask.exec_start()).chain(ask.exec_stop());
             for argv in commands {

@@ -24,7 +24,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     // detaches and reverts, not the default death.
     let stop = stop_on_signals()?;
     let sets = validate(args)?;
-    host::refuse_unmet(args.steer, "--steer")?;
+    host::refuse_unmet(args.steer, "--steer", args.accept_dissector_reach)?;
     crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;

@@ -71,7 +71,8 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
     match cmd {
         TuneCmd::Apply { target, dry_run } => {
             iface::require_up(&target.iface)?;
-            host::refuse_unmet(target.profile, "--profile")?;
+            // A tuning attaches no flow dissector: its reach is not this command's.
+            host::refuse_unmet(target.profile, "--profile", true)?;
             let input = target.input()?;
             let settings = profile(target.profile, &input);
             // Held until this arm returns, past the last write.

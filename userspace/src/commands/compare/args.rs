@@ -174,6 +174,10 @@ pub struct CompareArgs {
     /// With --iface: the address rxload targets (default: IF's first IPv4 address).
     #[arg(long)]
     pub target_ip: Option<std::net::Ipv4Addr>,
+    /// With --iface: run the rps-dissector arm even where multipath routes, bonds or tc flower
+    /// filters share the flow dissector it replaces (otherwise it is left out, said why).
+    #[arg(long)]
+    pub accept_dissector_reach: bool,
     #[command(flatten)]
     pub roles: crate::embedded_lab::RoleArgs,
 }

@@ -88,9 +88,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     let place = match &args.iface {
         None => rxsteer_records::Place {
             root_netns: false,
-            ..crate::host::place()?
+            // The lab's server namespace is rxsteer's own: nothing else there uses the
+            // flow dissector.
+            ..crate::host::place(true)?
         },
-        Some(_) => crate::host::place()?,
+        Some(_) => crate::host::place(args.accept_dissector_reach)?,
     };
     let planned = runnable(args.arms(), &place, args.interleave)?;
     let dir = args.out.clone().unwrap_or_else(default_out);
@@ -901,6 +903,7 @@ mod tests {
             kernel: (6, 18),
             root_netns: false,
             backlog_threads: false,
+            dissector_users: vec![],
         };
         let planned = runnable(vec![arm(Mode::None), arm(Mode::Rfs)], &lab, false).unwrap();
         assert_eq!(planned.arms.len(), 1);
@@ -909,7 +912,7 @@ mod tests {
         assert!(planned.not_run[0].why.contains("rps_sock_flow_entries"));
         let host = rxsteer_records::Place {
             root_netns: true,
-            ..lab
+            ..lab.clone()
         };
         assert_eq!(
             runnable(vec![arm(Mode::Rfs)], &host, false)

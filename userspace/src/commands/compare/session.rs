@@ -89,6 +89,9 @@ impl Steering {
         let pipe = crate::ready::Pipe::new()?;
         let mut cmd = crate::netns::command_at(site.ns(), &me);
         let ready_fd = pipe.pass_to(&mut cmd);
+        if site.accept_dissector_reach {
+            cmd.arg("--accept-dissector-reach");
+        }
         let mut attach = cmd
             .args(&args)
             .args(ready_fd)

@@ -26,6 +26,8 @@ pub struct Site<'a> {
     /// privilege: ports above 1024, its own threads' CPUs, busy polling within NAPI's
     /// weight); in the lab's own namespaces, as rxsteer runs.
     pub serve_as: Option<(u32, u32)>,
+    /// `--accept-dissector-reach`, handed to each arm's attach.
+    pub accept_dissector_reach: bool,
     pub target_ip: String,
     pub server_cpus: Vec<u32>,
     pub steer_targets: Vec<u32>,
@@ -81,6 +83,7 @@ impl Lab {
             server_dev: lab.veth.server_dev.clone(),
             bind_ip: lab.veth.server_ip.to_string(),
             serve_as: None,
+            accept_dissector_reach: false,
             target_ip: lab.veth.server_ip.to_string(),
             server_cpus: roles.server_cpus.clone(),
             steer_targets: steer_targets(roles),
@@ -158,6 +161,7 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         server_dev: iface.into(),
         bind_ip: target_ip.clone(),
         serve_as: unprivileged_user(),
+        accept_dissector_reach: args.accept_dissector_reach,
         target_ip,
         server_cpus: roles.server_cpus.clone(),
         steer_targets: steer_targets(roles),

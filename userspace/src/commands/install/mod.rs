@@ -47,6 +47,10 @@ pub struct InstallArgs {
     /// Print the unit and the values it would write; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// rps-dissector: install it even where multipath routes, bonds or tc flower filters
+    /// share the flow dissector it replaces (docs/steering.md says what they then see).
+    #[arg(long)]
+    pub accept_dissector_reach: bool,
     /// Write into the image rooted at DIR (as `systemctl --root`): enabled there, not started.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -94,6 +98,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
         iface: a.iface.clone(),
         steer: a.steer,
         flags,
+        accept_dissector_reach: a.accept_dissector_reach,
     };
     if a.steer.steers_with_bpf() {
         // The unit's own command, parsed and checked as attach will at boot.
@@ -226,7 +231,7 @@ pub fn install(a: &InstallArgs) -> Result<()> {
     }
     refuse_if_installed(&layout, &ask.iface)?;
     if !layout.is_image() {
-        host::refuse_unmet(a.steer, "--steer")?;
+        host::refuse_unmet(a.steer, "--steer", a.accept_dissector_reach)?;
         privilege::require("rxsteer install", &[Cap::NetAdmin, Cap::SysAdmin])?;
     }
     let rec = write_all(&layout, &ask, a.cpus.profile_cpus().map(<[u32]>::to_vec))?;
@@ -261,6 +266,14 @@ pub fn install(a: &InstallArgs) -> Result<()> {
     )?;
     for f in &rec.files {
         writeln!(out, "  wrote {}", layout.host(f).display())?;
+    }
+    if rec.steer.receive_per_service_on_one_cpu() {
+        writeln!(
+            out,
+            "note: {}: {}",
+            rec.steer,
+            rxsteer_records::steering::DISSECTOR_REACH
+        )?;
     }
     writeln!(
         out,

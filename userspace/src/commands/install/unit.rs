@@ -71,6 +71,8 @@ pub struct Ask {
     /// rps: `--cpus`; cpumap: `--http-cpus`, `--zap-cpus`, `--other-cpus`, `--qsize`, as
     /// given (flag, value): handed to the unit's command unchanged.
     pub flags: Vec<(&'static str, String)>,
+    /// rps-dissector: `--accept-dissector-reach`, handed to the unit's attach.
+    pub accept_dissector_reach: bool,
 }
 
 /// systemd's escaping of a path into a unit name (`systemd-escape --path`): `/` becomes `-`,
@@ -129,6 +131,9 @@ impl Ask {
         for (flag, value) in &self.flags {
             argv.push(flag.to_string());
             argv.push(value.clone());
+        }
+        if self.accept_dissector_reach {
+            argv.push("--accept-dissector-reach".into());
         }
         if self.long_running() {
             argv.extend(["--interval".into(), LOG_EVERY.into()]);
@@ -247,6 +252,7 @@ mod tests {
             iface: "eth0".into(),
             steer: Mode::Rps,
             flags: vec![("--cpus", "1-3".into())],
+            accept_dissector_reach: false,
         };
         let t = rps.unit_text();
         assert!(t.contains("Type=oneshot\nRemainAfterExit=yes\n"), "{t}");
@@ -261,6 +267,7 @@ mod tests {
             iface: "eth0".into(),
             steer: Mode::Cpumap,
             flags: vec![("--http-cpus", "2".into())],
+            accept_dissector_reach: false,
         };
         let t = cpumap.unit_text();
         assert!(t.contains(&format!(
@@ -276,6 +283,7 @@ mod tests {
             iface: "eth0".into(),
             steer: Mode::RpsDissector,
             flags: vec![("--cpus", "1-3".into())],
+            accept_dissector_reach: false,
         };
         let t = dissector.unit_text();
         assert!(
