@@ -66,6 +66,46 @@ fn serves_on(io: &str) {
     assert!(rest.contains("served 1 HTTP and 0 ZAP requests"), "{rest}");
 }
 
+/// `--user`: started by root from a folder only root may enter (as compare --iface starts it
+/// from a checkout in a 0700 temporary folder), the server drops to the user itself and
+/// serves as it; a parent's setuid before exec could not even reach the binary there.
+#[test]
+#[ignore = "needs root: drops to nobody"]
+fn user_drops_root_itself_even_from_a_folder_only_root_enters() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("rxsteer-private-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let bin = dir.join("rxsteer");
+    std::fs::copy(RXSTEER, &bin).unwrap();
+    let mut child = Command::new(&bin)
+        .args(served::SERVE_ARGS)
+        .arg("--user=65534:65534")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let ended = child.wait().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(line.starts_with("rxsteer serve: HTTP on"), "{line}");
+    let ids = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids("Uid:"), ["65534"; 4], "{status}");
+    assert_eq!(ids("Gid:"), ["65534"; 4], "{status}");
+    assert_eq!(ids("Groups:"), Vec::<&str>::new(), "{status}");
+    assert!(ended.success());
+}
+
 /// Puts `kernel.io_uring_disabled` back however the test ends.
 struct IoUringSetting(String);
 

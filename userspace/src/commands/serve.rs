@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// Pin workers to these CPUs.
     #[arg(long, value_parser = crate::cpu_arg::cpu_list)]
     pub cpus: Option<CpuList>,
+    /// Run as UID:GID from the start (root only; supplementary groups dropped): how compare
+    /// --iface runs the server without root. The drop is the server's own, not the parent's
+    /// (`Command::uid`), so the binary may sit where only root can reach it (a 0700 folder).
+    #[arg(long, value_name = "UID:GID", value_parser = parse_user, hide = true)]
+    pub user: Option<(u32, u32)>,
     /// Largest ZAP frame in bytes (16, the message header, up to 64 MiB); a larger length
     /// prefix closes the connection.
     #[arg(long, default_value_t = rxsteer_wire::zap::MAX_FRAME,
@@ -119,7 +124,39 @@ impl ServeArgs {
     }
 }
 
+/// `UID:GID`, both numbers.
+pub fn parse_user(s: &str) -> Result<(u32, u32), String> {
+    let parsed = s
+        .split_once(':')
+        .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)));
+    parsed.ok_or_else(|| format!("{s:?} is not UID:GID (two numbers)"))
+}
+
+/// Drops to `uid:gid` for good, groups first, then the group, then the user (the order in
+/// which each step is still allowed), and checks that root cannot be taken back.
+fn drop_to(uid: u32, gid: u32) -> Result<()> {
+    // SAFETY: plain credential calls on this process; glibc applies them to every thread.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(gid) != 0
+            || libc::setuid(uid) != 0
+        {
+            bail!(
+                "--user {uid}:{gid}: dropping root: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        if uid != 0 && libc::setuid(0) == 0 {
+            bail!("--user {uid}:{gid}: root could be taken back");
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &ServeArgs) -> Result<()> {
+    if let Some((uid, gid)) = args.user {
+        drop_to(uid, gid)?;
+    }
     let online = rxsteer_tune::cpus::online_cpus()?;
     if let Some(c) = args
         .cpus

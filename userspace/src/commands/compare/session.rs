@@ -148,11 +148,6 @@ impl Server {
         };
         let pipe = crate::ready::Pipe::new()?;
         let mut cmd = crate::netns::command_at(site.ns(), &me);
-        if let Some((uid, gid)) = site.serve_as {
-            use std::os::unix::process::CommandExt;
-            // Root's supplementary groups go too (std clears them when root sets a uid).
-            cmd.uid(uid).gid(gid);
-        }
         let ready_fd = pipe.pass_to(&mut cmd);
         let serve = cmd
             .arg("serve")
@@ -160,6 +155,7 @@ impl Server {
             .args(listen)
             .args(["--cpus", &format_cpu_list(&site.server_cpus)])
             .args(["--io", server_io.as_str()])
+            .args(site.serve_as.map(|(u, g)| format!("--user={u}:{g}")))
             .args(help)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
