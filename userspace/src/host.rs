@@ -34,8 +34,12 @@ pub fn place(accept_dissector_reach: bool) -> Result<Place> {
 
 /// Refuses `mode`, as `flag` gave it, in one line where this place lacks what it needs.
 pub fn refuse_unmet(mode: Mode, flag: &str, accept_dissector_reach: bool) -> Result<()> {
-    // Only a mode with a flow dissector of its own asks who else uses one.
-    let accept = accept_dissector_reach || !mode.receive_per_service_on_one_cpu();
+    // Only a mode that needs to be the sole dissector asks who else uses one.
+    let needs_sole = mode
+        .steering()
+        .needs
+        .contains(&rxsteer_records::Need::SoleDissector);
+    let accept = accept_dissector_reach || !needs_sole;
     match mode.refused_at(&place(accept)?) {
         Some(why) => bail!("{flag} {mode}: {why}"),
         None => Ok(()),
@@ -96,6 +100,16 @@ pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> 
         root_netns: sysctl::in_root_netns()?,
         root,
     })
+}
+
+/// How a command that changes tuning takes this namespace over: the lock (see [`lock`]), then
+/// what a crashed session left put back, then a check for a live owner that holds no lock. The
+/// lock is held for as long as the returned guard lives.
+pub fn take_over(command: &str) -> Result<HostLock> {
+    let held = lock(command)?;
+    recover_crashed()?;
+    check_not_owned()?;
+    Ok(held)
 }
 
 /// Refuses to touch the host while another live rxsteer session owns this namespace's tuning:

@@ -30,12 +30,10 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     iface::require_up(&o.iface)?;
     let input = host::profile_input(&o.iface, args.cpus.profile_cpus())?;
     // Held to the end of this function: past the revert, so no other session tunes in between.
-    let _lock = host::lock(&format!(
+    let _lock = host::take_over(&format!(
         "rxsteer attach --steer {} on {}",
         args.steer, o.iface
     ))?;
-    host::recover_crashed()?;
-    host::check_not_owned()?;
     host::say_kept_tuning(&format!("attach --steer {}", args.steer))?;
 
     let ports = PortConfig {

@@ -80,13 +80,10 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
                 true => None,
                 false => {
                     privilege::require("rxsteer tune apply", TUNE_CAPS)?;
-                    let lock = host::lock(&format!(
+                    Some(host::take_over(&format!(
                         "rxsteer tune apply --profile {} on {}",
                         target.profile, target.iface
-                    ))?;
-                    host::recover_crashed()?;
-                    host::check_not_owned()?;
-                    Some(lock)
+                    ))?)
                 }
             };
             let fresh = StateFile::new(
