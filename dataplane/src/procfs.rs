@@ -65,29 +65,35 @@ pub fn nic_interrupts(iface: &str) -> Result<BTreeMap<u32, u64>> {
     Ok(interrupts_of(&text, iface, &device_irqs(iface)))
 }
 
-/// The IRQ numbers sysfs lists for the interface's device: its MSI/MSI-X vectors
-/// (`device/msi_irqs/`, or its parent's, where the interface's device is a virtio device on
-/// a PCI function), else its legacy line (`device/irq`). Empty for a virtual interface and
-/// for a device that lists none (a platform device's lines are found by name only).
+/// The IRQ numbers sysfs lists for the interface's device: tune's
+/// [`rxsteer_tune::irq::vectors`], the same vectors `--irq-cpu` moves. Empty for a virtual
+/// interface and for a device that lists none (a platform device's lines are found by name
+/// only).
 pub fn device_irqs(iface: &str) -> Vec<u32> {
-    let dev = std::path::PathBuf::from(format!("/sys/class/net/{iface}/device"));
-    for dir in [dev.join("msi_irqs"), dev.join("../msi_irqs")] {
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            let mut irqs: Vec<u32> = entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect();
-            if !irqs.is_empty() {
-                irqs.sort_unstable();
-                return irqs;
-            }
-        }
+    rxsteer_tune::irq::vectors(std::path::Path::new("/"), iface)
+}
+
+/// What the interface counted as lost so far: its standard counters of loss and its driver's
+/// own (`ethtool -S`, those whose names say so). None where this process's sysfs does not
+/// show the interface.
+pub fn nic_drops(iface: &str) -> Option<rxsteer_records::sample::NicDrops> {
+    let dir = format!("/sys/class/net/{iface}/statistics");
+    let counters: BTreeMap<String, u64> = rxsteer_records::sample::NIC_DROP_COUNTERS
+        .iter()
+        .filter_map(|name| {
+            let v = std::fs::read_to_string(format!("{dir}/{name}")).ok()?;
+            Some((name.to_string(), v.trim().parse().ok()?))
+        })
+        .collect();
+    if counters.is_empty() {
+        return None;
     }
-    std::fs::read_to_string(dev.join("irq"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|&irq: &u32| irq > 0)
+    let driver = rxsteer_tune::ethtool::driver_stats(iface)
+        .unwrap_or_default()
         .into_iter()
-        .collect()
+        .filter(|(name, _)| rxsteer_records::sample::is_drop_stat(name))
+        .collect();
+    Some(rxsteer_records::sample::NicDrops { counters, driver })
 }
 
 /// One IRQ's count on each CPU, from `/sys/kernel/irq/N/per_cpu_count` (every possible CPU,

@@ -37,6 +37,7 @@ struct Snapshot {
     kthreads: Vec<KthreadTime>,
     stat: BTreeMap<u32, CpuTimes>,
     nic_rx_packets: Option<u64>,
+    nic_drops: Option<rxsteer_records::sample::NicDrops>,
     /// The interface's interrupts by CPU (empty where it raises none).
     nic_irqs: BTreeMap<u32, u64>,
     /// Our programs' run counts and times (None without BPF), and the moment they were
@@ -319,6 +320,7 @@ fn snapshot(c: Option<&Counters>, iface: &str) -> Result<Snapshot> {
         kthreads: procfs::receive_kthreads(iface)?,
         stat: cputime::proc_stat()?,
         nic_rx_packets: procfs::nic_rx_packets(iface),
+        nic_drops: procfs::nic_drops(iface),
         nic_irqs: procfs::nic_interrupts(iface)?,
         programs,
         programs_at,
@@ -353,6 +355,11 @@ fn delta(prev: &Snapshot, now: &Snapshot, cpus: &[u32], started: Instant) -> Sam
             .nic_rx_packets
             .zip(now.nic_rx_packets)
             .map(|(a, b)| b.saturating_sub(a)),
+        nic_drops: prev
+            .nic_drops
+            .as_ref()
+            .zip(now.nic_drops.as_ref())
+            .map(|(a, b)| b.delta(a)),
         ..Default::default()
     };
     // The redirect errors and XDP exceptions are the machine's: summed over the CPUs.
@@ -590,6 +597,10 @@ mod tests {
             kthreads: vec![],
             stat: BTreeMap::new(),
             nic_rx_packets: nic,
+            nic_drops: nic.map(|n| rxsteer_records::sample::NicDrops {
+                counters: BTreeMap::from([("rx_missed_errors".into(), n / 250)]),
+                driver: BTreeMap::from([("rx_no_buffer_count".into(), n / 125)]),
+            }),
             nic_irqs: BTreeMap::from([(1, nic.unwrap_or(0) / 10)]),
             programs: None,
             programs_at: started,
@@ -607,8 +618,13 @@ mod tests {
             Some(250),
             "the interface's own count, as a delta"
         );
+        // The NIC's own losses, as deltas of each counter (4 then 5 missed, 8 then 10 no
+        // buffer); none where the interface was not read.
+        let drops = s.nic_drops.clone().unwrap();
+        assert_eq!((drops.total(), drops.driver_max(), drops.lost()), (1, 2, 2));
         let unread = snap(rx1, si1, x1, None);
         assert_eq!(delta(&prev, &unread, &[0, 1], started).nic_rx_packets, None);
+        assert_eq!(delta(&prev, &unread, &[0, 1], started).nic_drops, None);
         assert_eq!(s.cpus[0].packets, 0);
         assert_eq!(
             (

@@ -312,6 +312,11 @@ pub struct Row {
     pub cpumap_drops: u64,
     #[serde(default)]
     pub softnet_dropped: u64,
+    /// What the interface itself lost over the measured window (its ring full, its FIFO
+    /// overrun), by counter: packets no CPU saw, so in no figure above. Absent from runs
+    /// before it was read, and where the interface could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_drops: Option<crate::sample::NicDrops>,
     #[serde(default)]
     pub steer_fallback: u64,
     /// The capacity search, when the load was one (the default since it existed): the row's

@@ -69,6 +69,99 @@ impl Softnet {
     }
 }
 
+/// What the interface counted as lost, by counter name: absolute at a read, per interval in a
+/// sample. The standard counters are every interface's; the driver's own are those of its
+/// `ethtool -S` statistics whose names say a drop, a miss, no buffer, an overrun or a FIFO.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NicDrops {
+    /// `statistics/rx_missed_errors`, `rx_fifo_errors`, `rx_over_errors` and `rx_dropped`.
+    pub counters: BTreeMap<String, u64>,
+    /// The driver's own counters of loss (empty: the driver has none, said as such).
+    pub driver: BTreeMap<String, u64>,
+}
+
+/// The standard counters of loss every interface has.
+pub const NIC_DROP_COUNTERS: [&str; 4] = [
+    "rx_missed_errors",
+    "rx_fifo_errors",
+    "rx_over_errors",
+    "rx_dropped",
+];
+
+/// Whether a driver statistic's name says it counts lost packets.
+pub fn is_drop_stat(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["drop", "miss", "no_buf", "nobuf", "overrun", "fifo"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+impl NicDrops {
+    /// Packets lost as the standard counters tell (distinct fields of the kernel's link
+    /// statistics; the driver's own often count the same packets again, so are not added).
+    pub fn total(&self) -> u64 {
+        self.counters.values().sum()
+    }
+
+    /// The largest of the driver's own counters: what the driver says it lost where the
+    /// standard counters say nothing.
+    pub fn driver_max(&self) -> u64 {
+        self.driver.values().copied().max().unwrap_or(0)
+    }
+
+    /// Each counter's growth from `prev` (a counter that went backwards, a driver reset,
+    /// reads as 0).
+    pub fn delta(&self, prev: &NicDrops) -> NicDrops {
+        let d = |now: &BTreeMap<String, u64>, then: &BTreeMap<String, u64>| {
+            now.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.saturating_sub(then.get(k).copied().unwrap_or(*v)),
+                    )
+                })
+                .collect()
+        };
+        NicDrops {
+            counters: d(&self.counters, &prev.counters),
+            driver: d(&self.driver, &prev.driver),
+        }
+    }
+
+    /// Lost packets in the interval, by either count.
+    pub fn lost(&self) -> u64 {
+        self.total().max(self.driver_max())
+    }
+
+    /// What was lost over `seconds`, in a phrase for a verdict (`the NIC dropped 1200 packets
+    /// (400/s) before any CPU saw them: rx_missed_errors 1200`); None where nothing was. A
+    /// driver without counters of its own is named, so that a zero is never silent.
+    pub fn said(&self, seconds: f64) -> Option<String> {
+        let lost = self.lost();
+        if lost == 0 {
+            return None;
+        }
+        let named: Vec<String> = self
+            .counters
+            .iter()
+            .chain(&self.driver)
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let own = if self.driver.is_empty() {
+            " (the driver keeps no loss counter of its own)"
+        } else {
+            ""
+        };
+        Some(format!(
+            "the NIC dropped {lost} packets ({:.0}/s) before any CPU saw them: {}{own}",
+            lost as f64 / seconds.max(1e-9),
+            named.join(", ")
+        ))
+    }
+}
+
 /// Packets per traffic class (see `rxsteer_common::Class`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassPackets {
@@ -191,6 +284,11 @@ pub struct Sample {
     /// where the sampler could not read it (an interface of another network namespace).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nic_rx_packets: Option<u64>,
+    /// Packets the interface itself lost in the interval (its ring full, its FIFO overrun)
+    /// before any CPU saw them: they never reach softnet_stat. None where the sampler could
+    /// not read the interface.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic_drops: Option<NicDrops>,
     /// Redirect failures by errno (e.g. "28" = ENOSPC: cpumap ring full).
     pub redirect_err_by_errno: BTreeMap<String, u64>,
     pub xdp_exceptions: u64,

@@ -38,6 +38,12 @@ names! {
         RpsDissector = "rps-dissector",
         /// XDP redirect into a BPF cpumap; RPS, RFS and XPS off.
         Cpumap = "cpumap",
+        /// The reference tune.sh exactly: rings at their maximum, every CPU's governor
+        /// `performance`, GRO/GSO/TSO on, then RPS/RFS/XPS over every CPU and its sysctls.
+        Reference = "reference",
+        /// Untuned but for the interrupt: the interface's vectors moved to one CPU
+        /// (`--irq-cpu`, else the highest-capacity free core).
+        IrqAffinity = "irq-affinity",
     }
 }
 
@@ -55,7 +61,7 @@ pub struct Steering {
     /// one needs a process that holds it (`attach`); one without is a tuning that a oneshot
     /// applies and reverts.
     pub program: Option<Program>,
-    /// Which CPUs it takes from the command line.
+    /// Which CPUs it takes from the command line (every mode also takes `--irq-cpu`).
     pub cpus: CpuFlags,
     /// What it needs of the place it runs, beyond a kernel rxsteer runs on; where one is
     /// missing the mode is refused with one line saying which (a comparison goes on without
@@ -206,6 +212,10 @@ impl Need {
 /// written off (0, an empty mask), so a profile also undoes what another tool left on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
+    /// Whether the queues' RPS/RFS/XPS (as the next three say) and the reference sysctls are
+    /// written at all. Off (irq-affinity) leaves both as found, so that the arm differs from
+    /// untuned by its lever alone.
+    pub stack: bool,
     /// RPS: each RX queue's `rps_cpus` is the mask of the chosen CPUs.
     pub rps: bool,
     /// RFS: `rps_sock_flow_entries` and each RX queue's share in `rps_flow_cnt`.
@@ -221,6 +231,14 @@ pub struct Tuning {
     /// `gro_flush_timeout` set (so the interrupt stays off while the server polls), and from
     /// 6.13 each NAPI instance's `irq-suspend-timeout`. Off means left alone, as `napi_thread`.
     pub irq_deferral: bool,
+    /// The reference tuning's NIC and CPU levers (tune.sh steps 1-3): the RX/TX rings at the
+    /// driver's maximum, GRO/GSO/TSO on, every CPU's governor `performance`. Off means left
+    /// alone (`--ring` and `--coalesce` still set theirs for any mode).
+    pub nic_levers: bool,
+    /// The interface's interrupt vectors moved to one CPU (`--irq-cpu`, else the
+    /// highest-capacity CPU the server and loader leave free). Off means left alone unless
+    /// `--irq-cpu` names a CPU, which every mode takes.
+    pub irq_move: bool,
 }
 
 /// The CPU flags a mode takes (`attach`, `install`, a comparison's attach of the arm).
@@ -240,11 +258,14 @@ pub enum CpuFlags {
 /// The reference tuning: RPS, RFS and XPS on. `rps` is it, and `backlog-threads` too (what
 /// differs there is the boot, not the tuning).
 const RPS_TUNING: Tuning = Tuning {
+    stack: true,
     rps: true,
     rfs: true,
     xps: true,
     napi_thread: false,
     irq_deferral: false,
+    nic_levers: false,
+    irq_move: false,
 };
 
 impl Mode {
@@ -274,11 +295,14 @@ impl Mode {
                 summary: "XDP cpumap steering (RPS, RFS and XPS off)",
                 // With RPS on, packets cpumap already moved would be steered a second time.
                 tuning: Some(Tuning {
+                    stack: true,
                     rps: false,
                     rfs: false,
                     xps: false,
                     napi_thread: false,
                     irq_deferral: false,
+                    nic_levers: false,
+                    irq_move: false,
                 }),
                 program: Some(Program::Xdp(program::STEER)),
                 cpus: CpuFlags::PerClass,
@@ -291,11 +315,14 @@ impl Mode {
                 // Flows the global table knows go to their reader's CPU; the rest stay where
                 // the driver received them (no rps_cpus to spread them over).
                 tuning: Some(Tuning {
+                    stack: true,
                     rps: false,
                     rfs: true,
                     xps: false,
                     napi_thread: false,
                     irq_deferral: false,
+                    nic_levers: false,
+                    irq_move: false,
                 }),
                 program: None,
                 cpus: CpuFlags::Nothing,
@@ -308,11 +335,14 @@ impl Mode {
                 // The poll, GRO and the stack's receive run in the pinned kthread, so RPS
                 // would only move them a second time.
                 tuning: Some(Tuning {
+                    stack: true,
                     rps: false,
                     rfs: false,
                     xps: false,
                     napi_thread: true,
                     irq_deferral: false,
+                    nic_levers: false,
+                    irq_move: false,
                 }),
                 program: None,
                 cpus: CpuFlags::NapiCpus,
@@ -340,11 +370,14 @@ impl Mode {
                 summary: "RPS hashed per service by a BPF flow dissector (XPS on, RFS off)",
                 // RFS would send each service's one hash to whichever reader ran last.
                 tuning: Some(Tuning {
+                    stack: true,
                     rps: true,
                     rfs: false,
                     xps: true,
                     napi_thread: false,
                     irq_deferral: false,
+                    nic_levers: false,
+                    irq_move: false,
                 }),
                 program: Some(Program::FlowDissector(program::RPS_BY_SERVICE)),
                 cpus: CpuFlags::List,
@@ -367,11 +400,14 @@ impl Mode {
                 // The server's thread polls the queue: the poll, GRO and the stack run there,
                 // on the server's CPU, while the interrupt stays off.
                 tuning: Some(Tuning {
+                    stack: true,
                     rps: false,
                     rfs: false,
                     xps: false,
                     napi_thread: false,
                     irq_deferral: true,
+                    nic_levers: false,
+                    irq_move: false,
                 }),
                 program: None,
                 cpus: CpuFlags::Nothing,
@@ -381,6 +417,39 @@ impl Mode {
                     "busy polling set on epoll (EPIOCSPARAMS) and io_uring (NAPI registration)",
                 )],
                 server: ServerHelp::BusyPoll { usecs: 50 },
+            },
+            Mode::Reference => &Steering {
+                label: "reference tuning",
+                summary: "the reference tune.sh: rings at maximum, governor performance, \
+                          GRO/GSO/TSO on, RPS/RFS/XPS and its sysctls",
+                tuning: Some(Tuning {
+                    nic_levers: true,
+                    ..RPS_TUNING
+                }),
+                program: None,
+                cpus: CpuFlags::List,
+                needs: &[],
+                server: ServerHelp::Nothing,
+            },
+            Mode::IrqAffinity => &Steering {
+                label: "IRQ moved",
+                summary: "the interface's interrupt moved to one CPU, nothing else tuned",
+                // RPS, RFS and XPS stay as found: this arm asks what the interrupt's core
+                // alone is worth.
+                tuning: Some(Tuning {
+                    stack: false,
+                    rps: false,
+                    rfs: false,
+                    xps: false,
+                    napi_thread: false,
+                    irq_deferral: false,
+                    nic_levers: false,
+                    irq_move: true,
+                }),
+                program: None,
+                cpus: CpuFlags::Nothing,
+                needs: &[],
+                server: ServerHelp::Nothing,
             },
         }
     }
@@ -539,7 +608,7 @@ mod tests {
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, backlog-threads, rps-dissector, cpumap"
+            "\"fast\" is not a valid steering mode: expected one of none, rps, rfs, napi-thread, busy-poll, backlog-threads, rps-dissector, cpumap, reference, irq-affinity"
         );
     }
 
@@ -569,8 +638,32 @@ mod tests {
                 Mode::BusyPoll,
                 Mode::BacklogThreads,
                 Mode::RpsDissector,
-                Mode::Cpumap
+                Mode::Cpumap,
+                Mode::Reference,
+                Mode::IrqAffinity
             ]
         );
+    }
+
+    /// The reference is RPS with the NIC's levers; irq-affinity writes nothing but the
+    /// interrupt's CPUs (no masks, no sysctls), so it differs from untuned by that alone.
+    #[test]
+    fn the_reference_adds_the_levers_and_irq_affinity_only_moves_the_interrupt() {
+        let reference = Mode::Reference.steering().tuning.unwrap();
+        assert_eq!(
+            Tuning {
+                nic_levers: false,
+                ..reference
+            },
+            RPS_TUNING
+        );
+        let irq = Mode::IrqAffinity.steering().tuning.unwrap();
+        assert!(irq.irq_move && !irq.stack && !irq.nic_levers);
+        for m in Mode::ALL.iter().filter(|m| **m != Mode::IrqAffinity) {
+            assert!(
+                m.steering().tuning.is_none_or(|t| t.stack && !t.irq_move),
+                "{m}"
+            );
+        }
     }
 }

@@ -159,6 +159,9 @@ pub fn answer_section(
             })
             .column("limited at the knee by", |a| common_limit(&run.of(*a, p)));
         o.push_str(&table.render(arms.iter().copied()));
+        if let Some(said) = crate::nic::drops_said(run, p) {
+            writeln!(o, "\n{said}")?;
+        }
         if crate::recommend::applies(run) {
             let r = crate::recommend::recommend(run, p);
             writeln!(

@@ -8,6 +8,7 @@ pub mod files;
 pub mod forest;
 mod interrupts;
 mod markdown;
+mod nic;
 pub mod observer;
 pub mod predict;
 pub mod recommend;
@@ -304,6 +305,31 @@ mod tests {
         assert!(md.contains(reach), "{md}");
     }
 
+    /// Packets the NIC lost are in no CPU's figure: the answer names the arm, the count and
+    /// the counters; a run whose rows read the interface and lost nothing says nothing, and
+    /// its table shows 0 where it read and "-" where it did not.
+    #[test]
+    fn the_nics_own_drops_are_said_in_the_answer() {
+        let said = "**The NIC dropped packets** over HTTP/1.1: XDP cpumap lost 1500 packets at the NIC in 1 of 2 loads (rx_missed_errors, rx_no_buffer_count)";
+        let mut v = run();
+        for i in [0, 1, 3] {
+            v["runs"][i]["nic_drops"] =
+                serde_json::json!({"counters": {"rx_missed_errors": 0}, "driver": {}});
+        }
+        let quiet = render(&doc(v.clone())).unwrap();
+        assert!(!quiet.contains("The NIC dropped"), "{quiet}");
+        assert!(
+            quiet.contains("| untuned | HTTP/1.1 | 300 | 200 | 200 | 1.20 | 0 | 0 | 0 | 0 | drv |"),
+            "{quiet}"
+        );
+        v["runs"][2]["nic_drops"] = serde_json::json!({
+            "counters": {"rx_missed_errors": 1200, "rx_dropped": 0},
+            "driver": {"rx_no_buffer_count": 1500}});
+        let md = render(&doc(v)).unwrap();
+        assert!(md.contains(said), "{md}");
+        assert!(!md.contains("over ZAP: "), "{md}");
+    }
+
     #[test]
     fn renders_ratios_per_protocol_and_the_receive_table() {
         let md = render(&doc(run().clone())).unwrap();
@@ -325,7 +351,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| XDP cpumap | HTTP/1.1 | 230 | 570 | 570 | 1.20 | 0 | 0 | 0 | drv |"),
+            md.contains("| XDP cpumap | HTTP/1.1 | 230 | 570 | 570 | 1.20 | 0 | 0 | 0 | - | drv |"),
             "{md}"
         );
         assert!(

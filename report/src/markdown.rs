@@ -151,6 +151,9 @@ fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Res
         if let Some(c) = &r.command {
             writeln!(o, "  Apply it: `{c}`")?;
         }
+        if let Some(said) = crate::nic::drops_said(run, p) {
+            writeln!(o, "  {said}")?;
+        }
         if !r.judged.is_empty() {
             writeln!(
                 o,
@@ -577,6 +580,17 @@ fn receive_section(o: &mut String, run: &RunDoc, arms: &[ArmName], protos: &[Pro
         })
         .column("softnet drops", |l| {
             total(l, |r| r.softnet_dropped).to_string()
+        })
+        .column("NIC drops", |l| {
+            // Absent where no row read the interface: not a zero.
+            let read: Vec<u64> =
+                l.2.iter()
+                    .filter_map(|r| r.nic_drops.as_ref().map(|d| d.lost()))
+                    .collect();
+            match read.is_empty() {
+                true => "-".to_string(),
+                false => read.iter().sum::<u64>().to_string(),
+            }
         })
         .column("XDP mode", |l| {
             l.2.first()

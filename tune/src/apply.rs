@@ -246,6 +246,7 @@ mod tests {
             nr_cpu_ids: 20,
             root_netns: true,
             root: root.clone(),
+            levers: Default::default(),
         };
         (root, input)
     }
@@ -416,6 +417,122 @@ mod tests {
         let read = |f: &str| fs::read_to_string(dev.join(f)).unwrap();
         assert_eq!(read("napi_defer_hard_irqs"), "2");
         assert_eq!(read("gro_flush_timeout"), "200000");
+        revert(&state).unwrap();
+        assert_eq!(snapshot_of(&root), before);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// irq-affinity writes the interrupt's CPUs and nothing else (no masks, no sysctls); any
+    /// mode takes `--irq-cpu`; revert puts the vector back byte for byte. A device without an
+    /// interrupt says so in one skipped line.
+    #[test]
+    fn irq_affinity_moves_only_the_interrupt_and_revert_puts_it_back() {
+        let (root, mut input) = fake_host("irq");
+        let dev = root.join("sys/class/net/eth9/device");
+        fs::create_dir_all(&dev).unwrap();
+        fs::write(dev.join("irq"), "11\n").unwrap();
+        let irq = root.join("proc/irq/11");
+        fs::create_dir_all(&irq).unwrap();
+        fs::write(irq.join("smp_affinity_list"), "0-19\n").unwrap();
+        let before = snapshot_of(&root);
+        input.levers.irq_cpus = Some(vec![3]);
+        let settings = profile(Mode::IrqAffinity, &input);
+        let live: Vec<&Setting> = settings.iter().filter(|s| s.skipped.is_none()).collect();
+        assert_eq!(live.len(), 1, "{settings:?}");
+        assert_eq!(live[0].name, "eth9 IRQ 11's CPUs");
+        assert_eq!(crate::levers::moved_vectors(&settings), [11]);
+        let state = root.join("state/tune.json");
+        let plan = apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "irq-affinity", false),
+            false,
+        )
+        .unwrap();
+        assert_eq!(plan.writes().count(), 1);
+        assert_eq!(
+            fs::read_to_string(irq.join("smp_affinity_list")).unwrap(),
+            "3"
+        );
+        revert(&state).unwrap();
+        assert_eq!(snapshot_of(&root), before);
+        // RPS takes --irq-cpu too; without the flag it leaves the interrupt alone.
+        let rps = profile(Mode::Rps, &input);
+        assert_eq!(crate::levers::moved_vectors(&rps), [11]);
+        input.levers.irq_cpus = None;
+        assert!(crate::levers::moved_vectors(&profile(Mode::Rps, &input)).is_empty());
+        // No interrupt of its own (a veth): one skipped line, nothing to write.
+        fs::remove_file(dev.join("irq")).unwrap();
+        input.levers.irq_cpus = Some(vec![3]);
+        let veth = profile(Mode::IrqAffinity, &input);
+        assert_eq!(veth.len(), 1);
+        assert!(
+            veth[0]
+                .skipped
+                .as_deref()
+                .unwrap()
+                .contains("no interrupt of its own"),
+            "{veth:?}"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The reference sets every CPU's governor to performance where cpufreq offers it, says
+    /// why where it does not, and asks the rings and offloads of the driver (never in a
+    /// scratch tree); revert puts the governor back.
+    #[test]
+    fn the_reference_sets_the_governor_and_says_where_it_cannot() {
+        let (root, input) = fake_host("gov");
+        let cpufreq = |c: u32| root.join(format!("sys/devices/system/cpu/cpu{c}/cpufreq"));
+        fs::create_dir_all(cpufreq(0)).unwrap();
+        fs::write(cpufreq(0).join("scaling_governor"), "schedutil\n").unwrap();
+        fs::write(
+            cpufreq(0).join("scaling_available_governors"),
+            "performance schedutil\n",
+        )
+        .unwrap();
+        fs::create_dir_all(cpufreq(1)).unwrap();
+        fs::write(cpufreq(1).join("scaling_governor"), "userspace\n").unwrap();
+        fs::write(
+            cpufreq(1).join("scaling_available_governors"),
+            "userspace\n",
+        )
+        .unwrap();
+        let before = snapshot_of(&root);
+        let settings = profile(Mode::Reference, &input);
+        let skip = |name: &str| {
+            settings
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{name}: {settings:?}"))
+                .skipped
+                .clone()
+        };
+        assert_eq!(skip("cpu0 governor"), None);
+        assert!(skip("cpu1 governor")
+            .unwrap()
+            .contains("no performance governor"));
+        assert!(skip("cpu2 governor").unwrap().contains("no cpufreq"));
+        for nic in ["eth9 rings", "eth9 offloads"] {
+            assert_eq!(
+                skip(nic).as_deref(),
+                Some("set over the ethtool ioctl: not in a scratch tree")
+            );
+        }
+        // RPS as the rps mode sets it, underneath.
+        assert!(settings.iter().any(|s| s.name == "eth9 rx-0/rps_cpus"));
+        let state = root.join("state/tune.json");
+        apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "reference", false),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(cpufreq(0).join("scaling_governor")).unwrap(),
+            "performance"
+        );
         revert(&state).unwrap();
         assert_eq!(snapshot_of(&root), before);
         fs::remove_dir_all(&root).unwrap();

@@ -5,7 +5,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{cpus::parse_cpumask, irq_suspend, napi};
+use crate::{
+    cpus::{parse_cpu_list, parse_cpumask},
+    ethtool, irq_suspend, napi,
+};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -18,6 +21,23 @@ pub enum Knob {
     /// The IRQ suspension timeout of each NAPI instance of the interface whose `ifindex` file
     /// is the path (netdev netlink, Linux 6.13).
     NapiIrqSuspend,
+    /// The RX/TX ring sizes of the interface whose `/sys/class/net/<iface>` directory is the
+    /// path (ethtool ioctl): `rx=N tx=N`.
+    Ring,
+    /// The interface's interrupt coalescing (ethtool ioctl): `rx-usecs=N rx-frames=N ...`.
+    Coalesce,
+    /// The interface's GRO, GSO and TSO (ethtool ioctl): `gro=on gso=on tso=on`.
+    Offloads,
+}
+
+/// The interface a NIC knob's path (`/sys/class/net/<iface>`) names.
+fn iface_of(path: &Path) -> std::io::Result<&str> {
+    path.file_name().and_then(|f| f.to_str()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} names no interface", path.display()),
+        )
+    })
 }
 
 impl Knob {
@@ -28,6 +48,9 @@ impl Knob {
             Knob::File => std::fs::read_to_string(path),
             Knob::NapiThreadCpus => napi::read(path),
             Knob::NapiIrqSuspend => irq_suspend::read(path),
+            Knob::Ring => ethtool::read_rings(iface_of(path)?),
+            Knob::Coalesce => ethtool::read_coalesce(iface_of(path)?),
+            Knob::Offloads => ethtool::read_offloads(iface_of(path)?),
         }
     }
 
@@ -36,6 +59,9 @@ impl Knob {
             Knob::File => std::fs::write(path, value).map_err(|e| explain(path, e)),
             Knob::NapiThreadCpus => napi::write(path, value),
             Knob::NapiIrqSuspend => irq_suspend::write(path, value),
+            Knob::Ring => ethtool::write_rings(iface_of(path)?, value),
+            Knob::Coalesce => ethtool::write_coalesce(iface_of(path)?, value),
+            Knob::Offloads => ethtool::write_offloads(iface_of(path)?, value),
         }
     }
 
@@ -45,14 +71,20 @@ impl Knob {
         match self {
             Knob::NapiThreadCpus => return napi::same(a, b),
             Knob::NapiIrqSuspend => return irq_suspend::same(a, b),
+            Knob::Ring => return ethtool::same_rings(a, b),
+            Knob::Coalesce => return ethtool::same_coalesce(a, b),
+            Knob::Offloads => return ethtool::same_offloads(a, b),
             Knob::File => {}
         }
-        let is_mask = path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .is_some_and(|f| f.ends_with("_cpus"));
-        if is_mask {
+        let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if file.ends_with("_cpus") {
             if let (Ok(x), Ok(y)) = (parse_cpumask(a), parse_cpumask(b)) {
+                return x == y;
+            }
+        }
+        // An interrupt's CPUs: `0-1` = `0,1`.
+        if file.ends_with("affinity_list") {
+            if let (Ok(x), Ok(y)) = (parse_cpu_list(a.trim()), parse_cpu_list(b.trim())) {
                 return x == y;
             }
         }

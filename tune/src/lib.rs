@@ -5,9 +5,12 @@
 //! back byte for byte. Only this crate writes sysfs and sysctls.
 pub mod apply;
 pub mod cpus;
+pub mod ethtool;
 pub mod genl;
+pub mod irq;
 pub mod irq_suspend;
 pub mod knob;
+pub mod levers;
 pub mod lock;
 pub mod napi;
 pub mod pin;

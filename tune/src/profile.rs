@@ -10,6 +10,9 @@
 //!   `irq-suspend-timeout` (netlink, 6.13); other modes leave them alone.
 //! - Threaded NAPI where the mode wants it (`napi-thread`): the interface's `threaded` on and
 //!   its NAPI kthreads on the chosen CPUs; other modes leave both alone.
+//! - The NIC's and CPUs' own levers (`levers.rs`): the interrupt's CPU where the mode moves
+//!   it or `--irq-cpu` names one, rings and coalescing where the mode or `--ring` /
+//!   `--coalesce` ask, GRO/GSO/TSO and the governor where the mode is the reference.
 //! - A mode with no tuning (`none`) has nothing to apply: the host stays as found.
 use std::path::{Path, PathBuf};
 
@@ -57,6 +60,8 @@ pub struct ProfileInput {
     pub root_netns: bool,
     /// `/` on a real machine; a scratch tree in tests.
     pub root: PathBuf,
+    /// The NIC's and CPUs' own levers asked for on the command line, for any mode.
+    pub levers: crate::levers::Asked,
 }
 
 /// `abs` (a path as the booted box sees it) inside the tree rooted at `root`.
@@ -91,9 +96,18 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
     let Some(tuning) = p.steering().tuning else {
         return Vec::new();
     };
-    let mut out = queue_settings(&tuning, input);
+    let mut out = Vec::new();
+    if tuning.stack {
+        out.extend(queue_settings(&tuning, input));
+    }
     out.extend(napi_settings(&tuning, input));
-    out.extend(sysctl_settings(&tuning, input));
+    if tuning.stack {
+        out.extend(sysctl_settings(&tuning, input));
+    }
+    // The governor and the NIC before RPS and the sysctls would be tune.sh's order; here they
+    // come last so that a refused ring or offload rolls back nothing else. Either order
+    // reaches the same state.
+    out.extend(crate::levers::settings(&tuning, input));
     for s in &mut out {
         if s.skipped.is_none() && s.knob == Knob::NapiIrqSuspend {
             // Netlink reaches the running kernel's devices, never a test's tree.
@@ -114,7 +128,12 @@ pub fn profile(p: Mode, input: &ProfileInput) -> Vec<Setting> {
 }
 
 /// A value of the interface's own, at `rel` under `/sys/class/net/<iface>/`.
-fn device_setting(input: &ProfileInput, rel: &str, knob: Knob, value: String) -> Setting {
+pub(crate) fn device_setting(
+    input: &ProfileInput,
+    rel: &str,
+    knob: Knob,
+    value: String,
+) -> Setting {
     let abs = PathBuf::from(format!("/sys/class/net/{}/{rel}", input.iface));
     Setting {
         name: format!("{} {rel}", input.iface),

@@ -5,7 +5,9 @@ use rxsteer_dataplane::{SteerSet, SteerSets, MAX_QSIZE};
 use rxsteer_records::{CpuFlags, Mode};
 use rxsteer_tune::cpus::online_cpus;
 
-use crate::{cpu_arg::SteerCpus, observe::ObserveArgs, ports::check_disjoint};
+use crate::{
+    cpu_arg::SteerCpus, lever_args::LeverArgs, observe::ObserveArgs, ports::check_disjoint,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct AttachArgs {
@@ -16,6 +18,8 @@ pub struct AttachArgs {
     pub steer: Mode,
     #[command(flatten)]
     pub cpus: SteerCpus,
+    #[command(flatten)]
+    pub levers: LeverArgs,
     /// cpumap: ring size per target CPU, in frames (1-16384, the kernel's limit).
     #[arg(long, default_value = "2048", value_parser = clap::value_parser!(u32).range(1..=MAX_QSIZE as i64))]
     pub qsize: u32,

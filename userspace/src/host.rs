@@ -82,8 +82,13 @@ pub fn lock(command: &str) -> Result<HostLock> {
     }
 }
 
-/// The profile input for `iface`; `cpus` is the RPS/XPS allowlist (default: online CPUs).
-pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> {
+/// The profile input for `iface`; `cpus` is the RPS/XPS allowlist (default: online CPUs);
+/// `levers` the NIC's and CPUs' own levers the command line asks for.
+pub fn profile_input(
+    iface: &str,
+    cpus: Option<&[u32]>,
+    levers: rxsteer_tune::levers::Asked,
+) -> Result<ProfileInput> {
     let root = rxsteer_tune::tune_root();
     let online = online_cpus_under(&root)?;
     let cpus = cpus.map_or_else(|| online.clone(), <[u32]>::to_vec);
@@ -99,7 +104,22 @@ pub fn profile_input(iface: &str, cpus: Option<&[u32]>) -> Result<ProfileInput> 
         nr_cpu_ids: nr_cpu_ids_under(&root)?,
         root_netns: sysctl::in_root_netns()?,
         root,
+        levers,
     })
+}
+
+/// Refuses to move an interrupt vector while irqbalance runs: it would move it back within
+/// seconds, mid-run, and the comparison would measure its choice, not ours. One line that
+/// says what to run instead.
+pub fn refuse_irqbalance(settings: &[rxsteer_tune::profile::Setting]) -> Result<()> {
+    let moved = rxsteer_tune::levers::moved_vectors(settings);
+    if moved.is_empty() {
+        return Ok(());
+    }
+    if let Some(pid) = rxsteer_tune::irq::irqbalance() {
+        bail!("{}", rxsteer_tune::irq::irqbalance_refusal(pid, &moved));
+    }
+    Ok(())
 }
 
 /// How a command that changes tuning takes this namespace over: the lock (see [`lock`]), then
@@ -252,6 +272,7 @@ impl TuneGuard {
     pub fn apply(profile_kind: Mode, input: &ProfileInput) -> Result<(Self, Plan)> {
         let path = session_path()?;
         let settings = profile(profile_kind, input);
+        refuse_irqbalance(&settings)?;
         let fresh = StateFile::new(
             sysctl::netns_inode("self")?,
             &input.iface,

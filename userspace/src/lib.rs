@@ -12,6 +12,7 @@ pub mod dissector_reach;
 pub mod embedded_lab;
 pub mod host;
 pub mod iface;
+pub mod lever_args;
 pub mod machine;
 pub mod netns;
 pub mod observe;

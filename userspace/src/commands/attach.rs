@@ -28,7 +28,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
-    let input = host::profile_input(&o.iface, args.cpus.profile_cpus())?;
+    let input = host::profile_input(&o.iface, args.cpus.profile_cpus(), args.levers.asked())?;
     // Held to the end of this function: past the revert, so no other session tunes in between.
     let _lock = host::take_over(&format!(
         "rxsteer attach --steer {} on {}",
@@ -164,6 +164,16 @@ fn tune_for(steer: Mode, input: &rxsteer_tune::ProfileInput) -> Result<Option<Tu
         "rxsteer: tuned for {steer} ({} value(s) written)",
         plan.writes().count()
     );
+    // A lever this place has not (a veth's ring, a VM's governor), in one line each.
+    for c in plan
+        .changes
+        .iter()
+        .filter(|c| rxsteer_tune::levers::is_lever(c.knob, &c.path))
+    {
+        if let Some(why) = &c.skipped {
+            eprintln!("rxsteer: skipped {}: {why}", c.name);
+        }
+    }
     Ok(Some(g))
 }
 

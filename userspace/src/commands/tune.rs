@@ -25,6 +25,8 @@ pub struct TuneTarget {
     /// napi-thread: CPUs the interface's NAPI kthreads run on (default: every online CPU).
     #[arg(long, value_parser = cpu_list)]
     pub napi_cpu: Option<CpuList>,
+    #[command(flatten)]
+    pub levers: crate::lever_args::LeverArgs,
 }
 
 impl TuneTarget {
@@ -41,6 +43,7 @@ impl TuneTarget {
         host::profile_input(
             &self.iface,
             profile_cpus(self.cpus.as_ref(), self.napi_cpu.as_ref()),
+            self.levers.asked(),
         )
     }
 }
@@ -75,6 +78,7 @@ pub fn run(cmd: &TuneCmd) -> Result<()> {
             host::refuse_unmet(target.profile, "--profile", true)?;
             let input = target.input()?;
             let settings = profile(target.profile, &input);
+            host::refuse_irqbalance(&settings)?;
             // Held until this arm returns, past the last write.
             let _lock = match dry_run {
                 true => None,

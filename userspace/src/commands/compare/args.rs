@@ -178,6 +178,11 @@ pub struct CompareArgs {
     /// filters share the flow dissector it replaces (otherwise it is left out, said why).
     #[arg(long)]
     pub accept_dissector_reach: bool,
+    /// With --iface: the CPUs the irq-affinity arm moves the interface's interrupt to
+    /// (default: the highest-capacity CPU the server and the loader leave free, said at the
+    /// start). The lab's veth has no interrupt, so there the arm says so and runs untuned.
+    #[arg(long, value_parser = crate::lever_args::online_cpu_list, value_name = "CPUS")]
+    pub irq_cpu: Option<crate::cpu_arg::CpuList>,
     #[command(flatten)]
     pub roles: crate::embedded_lab::RoleArgs,
 }
@@ -428,6 +433,8 @@ mod tests {
                 "backlog-threads",
                 "rps-dissector",
                 "cpumap",
+                "reference",
+                "irq-affinity",
                 no_bpf
             ]
         );
@@ -448,11 +455,13 @@ mod tests {
                 "backlog-threads",
                 "rps-dissector",
                 "cpumap-drv",
+                "reference",
+                "irq-affinity",
                 "cpumap-skb",
                 no_bpf
             ]
         );
-        assert_eq!(both.arms()[8].xdp, XdpModeChoice::Skb);
+        assert_eq!(both.arms()[10].xdp, XdpModeChoice::Skb);
         assert!(!both.arms()[6].runs_xdp() && both.arms()[7].runs_xdp());
         // With the XDP observer they are arms of each XDP mode again, as in older runs.
         assert_eq!(
@@ -466,6 +475,8 @@ mod tests {
                 "backlog-threads-drv",
                 "rps-dissector-drv",
                 "cpumap-drv",
+                "reference-drv",
+                "irq-affinity-drv",
                 "none-skb",
                 "rps-skb",
                 "rfs-skb",
@@ -474,6 +485,8 @@ mod tests {
                 "backlog-threads-skb",
                 "rps-dissector-skb",
                 "cpumap-skb",
+                "reference-skb",
+                "irq-affinity-skb",
                 no_bpf
             ]
         );

@@ -37,6 +37,8 @@ pub struct CpuFigures {
     pub steer_fallback: u64,
     /// The interface's own received frames per second; None when a sample lacked them.
     pub nic_rx_per_s: Option<f64>,
+    /// What the interface lost over the window, by counter; None when a sample lacked it.
+    pub nic_drops: Option<rxsteer_records::sample::NicDrops>,
     pub seconds: f64,
 }
 
@@ -62,6 +64,7 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
         nic_irqs_per_s: vec![0.0; n],
         time: vec![TimeSplit::default(); n],
         nic_rx_per_s: (!measured.is_empty()).then_some(0.0),
+        nic_drops: (!measured.is_empty()).then(Default::default),
         ..Default::default()
     };
     for t in &measured {
@@ -72,6 +75,21 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
             .nic_rx_per_s
             .zip(s.nic_rx_packets)
             .map(|(sum, n)| sum + n as f64);
+        f.nic_drops = f
+            .nic_drops
+            .take()
+            .zip(s.nic_drops.as_ref())
+            .map(|(mut sum, d)| {
+                for (to, from) in [
+                    (&mut sum.counters, &d.counters),
+                    (&mut sum.driver, &d.driver),
+                ] {
+                    for (k, v) in from {
+                        *to.entry(k.clone()).or_default() += v;
+                    }
+                }
+                sum
+            });
         for (i, c) in s.cpus.iter().enumerate() {
             let on = |m: &std::collections::BTreeMap<u32, u64>| m.get(&c.cpu).copied().unwrap_or(0);
             f.time[i].add(&rxsteer_records::derived::time_split(
@@ -136,7 +154,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         req_per_s: load.map(|l| l.req_per_s),
         rate: load.and_then(|l| l.open_loop).map(|o| o.target_per_s),
     };
-    let verdict = breakdown::verdict(
+    let mut verdict = breakdown::verdict(
         &cpu_ids
             .iter()
             .copied()
@@ -144,6 +162,13 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
             .collect::<Vec<_>>(),
         &shape,
     );
+    // Loss at the NIC is in no CPU's figure: the verdict says it.
+    if let (Some(v), Some(said)) = (
+        verdict.as_mut(),
+        f.nic_drops.as_ref().and_then(|d| d.said(f.seconds)),
+    ) {
+        v.text = format!("{}; {said}", v.text);
+    }
     // What our programs cost in the measured window, per packet the interface received.
     let measured = || tagged.iter().filter(|t| t.phase == Phase::Measure);
     let packets: u64 = measured().map(|t| t.line.sample.received_packets()).sum();
@@ -206,6 +231,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         enqueue_drops: f.enqueue_drops,
         cpumap_drops: f.cpumap_drops,
         softnet_dropped: f.softnet_dropped,
+        nic_drops: f.nic_drops,
         steer_fallback: f.steer_fallback,
         search: None,
         switch_ms: None,

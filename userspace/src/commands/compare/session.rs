@@ -78,7 +78,7 @@ impl Steering {
         watch: Watch,
     ) -> Result<Self> {
         let me = std::env::current_exe()?;
-        let args = attach_args(
+        let mut args = attach_args(
             &site.server_dev,
             &site.steer_targets,
             arm,
@@ -86,6 +86,10 @@ impl Steering {
             interval,
             watch,
         );
+        let moves_irq = arm.mode.steering().tuning.is_some_and(|t| t.irq_move);
+        if let (true, Some(cpus)) = (moves_irq, &site.irq_cpus) {
+            args.extend(["--irq-cpu".into(), format_cpu_list(cpus)]);
+        }
         let pipe = crate::ready::Pipe::new()?;
         let mut cmd = crate::netns::command_at(site.ns(), &me);
         let ready_fd = pipe.pass_to(&mut cmd);

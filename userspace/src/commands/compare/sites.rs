@@ -31,6 +31,9 @@ pub struct Site<'a> {
     pub target_ip: String,
     pub server_cpus: Vec<u32>,
     pub steer_targets: Vec<u32>,
+    /// Where an arm that moves the interrupt (irq-affinity) moves it: `--irq-cpu`, else the
+    /// pick; None in the lab, whose veth has none (the arm's attach says so).
+    pub irq_cpus: Option<Vec<u32>>,
 }
 
 impl Site<'_> {
@@ -87,6 +90,7 @@ impl Lab {
             target_ip: lab.veth.server_ip.to_string(),
             server_cpus: roles.server_cpus.clone(),
             steer_targets: steer_targets(roles),
+            irq_cpus: None,
         };
         let setup = Setup {
             kind: SiteKind::Lab,
@@ -130,6 +134,35 @@ fn unprivileged_user() -> Option<(u32, u32)> {
     }
 }
 
+/// Where the arms that move the interrupt move it on `iface`: `--irq-cpu`, else the
+/// highest-capacity CPU that runs neither the server nor a local loader, said with why. None
+/// where no arm moves it.
+fn irq_cpus(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Option<Vec<u32>>> {
+    let moves = args
+        .arms()
+        .iter()
+        .any(|a| a.mode.steering().tuning.is_some_and(|t| t.irq_move));
+    if !moves {
+        return Ok(None);
+    }
+    if let Some(c) = &args.irq_cpu {
+        return Ok(Some(c.0.clone()));
+    }
+    let online = rxsteer_tune::cpus::online_cpus()?;
+    let info = rxsteer_tune::topology::of_this_machine(&online);
+    let busy: Vec<u32> = roles
+        .server_cpus
+        .iter()
+        .chain(roles.loader_cpus.iter())
+        .copied()
+        .collect();
+    let Some((cpu, why)) = rxsteer_tune::irq::pick_cpu(&info, &busy) else {
+        return Ok(None);
+    };
+    eprintln!("rxsteer compare: irq-affinity moves {iface}'s interrupt to CPU {cpu}: {why}");
+    Ok(Some(vec![cpu]))
+}
+
 /// With no free CPU (1-2 CPUs) steering can only go to the server CPUs themselves.
 fn steer_targets(roles: &Roles) -> Vec<u32> {
     let targets = roles.steer_targets();
@@ -165,6 +198,7 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         target_ip,
         server_cpus: roles.server_cpus.clone(),
         steer_targets: steer_targets(roles),
+        irq_cpus: irq_cpus(args, iface, roles)?,
     };
     let ssh = load::ssh_dests(&args.loader)?;
     let loader = if !ssh.is_empty() {

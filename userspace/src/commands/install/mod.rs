@@ -38,6 +38,8 @@ pub struct InstallArgs {
     pub steer: Mode,
     #[command(flatten)]
     pub cpus: SteerCpus,
+    #[command(flatten)]
+    pub levers: crate::lever_args::LeverArgs,
     /// cpumap: ring size per target CPU, in frames (1-16384).
     #[arg(long)]
     pub qsize: Option<u32>,
@@ -94,6 +96,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
             flags.push((flag, v));
         }
     }
+    flags.extend(a.levers.flags());
     let ask = Ask {
         iface: a.iface.clone(),
         steer: a.steer,
@@ -125,7 +128,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
                 modes_where(|s| matches!(s.program, Some(rxsteer_records::Program::Xdp(_))))
             );
         }
-        host::profile_input(&a.iface, a.cpus.profile_cpus())?;
+        host::profile_input(&a.iface, a.cpus.profile_cpus(), a.levers.asked())?;
     }
     Ok(ask)
 }
@@ -180,7 +183,12 @@ fn systemctl(layout: &Layout, args: &[&str]) -> Result<()> {
 
 /// Writes the binary, the unit and the record (`cpus`: the profile's CPU list); on any failure,
 /// removes what it wrote.
-fn write_all(layout: &Layout, ask: &Ask, cpus: Option<Vec<u32>>) -> Result<Installed> {
+fn write_all(
+    layout: &Layout,
+    ask: &Ask,
+    cpus: Option<Vec<u32>>,
+    levers: rxsteer_tune::levers::Asked,
+) -> Result<Installed> {
     let unit = unit_name(&ask.iface);
     let unit_path = unit_file(&unit);
     let record_abs = record::record_of(&ask.iface);
@@ -192,6 +200,7 @@ fn write_all(layout: &Layout, ask: &Ask, cpus: Option<Vec<u32>>) -> Result<Insta
         exec_start: ask.exec_start(),
         exec_stop: ask.exec_stop(),
         cpus,
+        levers,
         files: Vec::new(),
         created_dirs: Vec::new(),
     };
@@ -234,7 +243,12 @@ pub fn install(a: &InstallArgs) -> Result<()> {
         host::refuse_unmet(a.steer, "--steer", a.accept_dissector_reach)?;
         privilege::require("rxsteer install", &[Cap::NetAdmin, Cap::SysAdmin])?;
     }
-    let rec = write_all(&layout, &ask, a.cpus.profile_cpus().map(<[u32]>::to_vec))?;
+    let rec = write_all(
+        &layout,
+        &ask,
+        a.cpus.profile_cpus().map(<[u32]>::to_vec),
+        a.levers.asked(),
+    )?;
     let enabled = if layout.is_image() {
         systemctl(&layout, &["enable", &rec.unit])
     } else {
@@ -293,7 +307,7 @@ fn dry_run(out: &mut impl Write, layout: &Layout, ask: &Ask, a: &InstallArgs) ->
         layout.host(Path::new(BINARY)).display(),
         layout.record_path(&ask.iface).display()
     )?;
-    let input = host::profile_input(&ask.iface, a.cpus.profile_cpus())?;
+    let input = host::profile_input(&ask.iface, a.cpus.profile_cpus(), a.levers.asked())?;
     let plan = show(&profile(ask.steer, &input), None)?;
     writeln!(
         out,
@@ -457,7 +471,7 @@ fn status_of(
         return Ok(false);
     }
     let applied = state.is_some_and(|s| rec.applied_in(s));
-    let input = host::profile_input(&rec.iface, rec.cpus.as_deref())?;
+    let input = host::profile_input(&rec.iface, rec.cpus.as_deref(), rec.levers.clone())?;
     let plan = show(&profile(rec.steer, &input), state.filter(|_| applied))?;
     let checked = plan.changes.iter().filter(|c| c.skipped.is_none()).count();
     let differ: Vec<_> = plan.writes().collect();

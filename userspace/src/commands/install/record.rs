@@ -79,6 +79,10 @@ pub struct Installed {
     /// The profile's CPU list (rps: `--cpus`, napi-thread: `--napi-cpu`), None for every
     /// online CPU.
     pub cpus: Option<Vec<u32>>,
+    /// The levers its command sets (`--irq-cpu`, `--ring`, `--coalesce`); none in a record
+    /// from before they existed.
+    #[serde(default)]
+    pub levers: rxsteer_tune::levers::Asked,
     /// Files written, as the booted box sees them, this record's own last.
     pub files: Vec<PathBuf>,
     /// Directories install created, outermost first: uninstall removes them when empty.

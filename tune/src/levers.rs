@@ -1,0 +1,278 @@
+//! The one queue's own levers as tuning settings: which CPU takes the interface's interrupt,
+//! its ring sizes and coalescing, GRO/GSO/TSO, and each CPU's frequency governor.
+//!
+//! Each is a setting like any other (snapshot, write, revert byte for byte, crash restore).
+//! Where the device or the machine has no such lever (a veth has no ring and no interrupt, a
+//! VM no cpufreq, a driver refuses `ethtool -C`), the setting is skipped with its reason, one
+//! line in the plan, and the rest goes on: never a silent zero.
+use std::path::{Path, PathBuf};
+
+use rxsteer_records::Tuning;
+
+use crate::{
+    cpus::format_cpu_list,
+    ethtool, irq,
+    knob::Knob,
+    profile::{under, ProfileInput, Setting},
+};
+
+/// The levers asked for on the command line, for any mode (an installed unit's record keeps
+/// them, so its status recomputes the same profile).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Asked {
+    /// `--irq-cpu L`: the CPUs every interrupt vector of the interface goes to. A mode that
+    /// moves the interrupt (irq-affinity) gets the caller's pick when none is named.
+    pub irq_cpus: Option<Vec<u32>>,
+    /// `--ring`: `max`, or a size for RX and TX both.
+    pub ring: Option<Ring>,
+    /// `--coalesce`: `rx-usecs=N rx-frames=N ...` (checked by [`ethtool::check_coalesce`]).
+    pub coalesce: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ring {
+    Max,
+    Size(u32),
+}
+
+impl std::fmt::Display for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Ring::Max => f.write_str("max"),
+            Ring::Size(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Ring {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "max" => Ok(Ring::Max),
+            n => match n.parse::<u32>() {
+                Ok(v) if (1..=1 << 20).contains(&v) => Ok(Ring::Size(v)),
+                _ => Err(format!("{s:?} is not max or a ring size 1-1048576")),
+            },
+        }
+    }
+}
+
+/// Why NIC knobs are not sought in a test's tree: the ioctl reaches the running kernel's
+/// devices, and a scratch name could be a real one.
+const NOT_IN_SCRATCH: &str = "set over the ethtool ioctl: not in a scratch tree";
+
+pub fn settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
+    let mut out = Vec::new();
+    // A mode that moves the interrupt with no CPU named: the pick with nobody known to be
+    // busy (a comparison names its own, knowing the server's and the loader's CPUs).
+    let irq_cpus = input.levers.irq_cpus.clone().or_else(|| {
+        let info = crate::topology::read(&under(&input.root, Path::new("/sys")), &input.cpus);
+        tuning
+            .irq_move
+            .then(|| irq::pick_cpu(&info, &[]).map(|(c, _)| vec![c]))
+            .flatten()
+    });
+    if let Some(cpus) = &irq_cpus {
+        out.extend(interrupt_settings(input, cpus));
+    }
+    let ring = input.levers.ring.or(tuning.nic_levers.then_some(Ring::Max));
+    if let Some(ring) = ring {
+        out.push(ring_setting(input, ring));
+    }
+    if let Some(c) = &input.levers.coalesce {
+        out.push(nic_setting(input, "coalescing", Knob::Coalesce, c.clone()));
+    }
+    if tuning.nic_levers {
+        out.extend(offload_settings(input));
+        out.extend(governor_settings(input));
+    }
+    for s in &mut out {
+        if s.skipped.is_none() && matches!(s.knob, Knob::Ring | Knob::Coalesce | Knob::Offloads) {
+            s.skipped = nic_skip(input, s);
+        }
+    }
+    out
+}
+
+/// The interface's own directory: the path of its NIC knobs.
+fn nic_dir(input: &ProfileInput) -> PathBuf {
+    under(
+        &input.root,
+        Path::new(&format!("/sys/class/net/{}", input.iface)),
+    )
+}
+
+fn nic_setting(input: &ProfileInput, what: &str, knob: Knob, value: String) -> Setting {
+    Setting {
+        name: format!("{} {what}", input.iface),
+        path: nic_dir(input),
+        knob,
+        value,
+        skipped: None,
+    }
+}
+
+/// Why a NIC knob is skipped here, if it is: a scratch tree, or a driver without it.
+fn nic_skip(input: &ProfileInput, s: &Setting) -> Option<String> {
+    if input.root != Path::new("/") {
+        return Some(NOT_IN_SCRATCH.into());
+    }
+    match s.knob.read(&s.path) {
+        Err(e) if ethtool::unsupported(&e) => Some(format!(
+            "the driver has no such setting ({e}): not applicable here"
+        )),
+        Err(e) => Some(format!("reading it failed: {e}")),
+        Ok(_) => None,
+    }
+}
+
+/// Each vector to `cpus`; one skipped line where the device has none or one cannot move.
+fn interrupt_settings(input: &ProfileInput, cpus: &[u32]) -> Vec<Setting> {
+    let vectors = irq::vectors(&input.root, &input.iface);
+    if vectors.is_empty() {
+        return vec![Setting {
+            name: format!("{} interrupt's CPUs", input.iface),
+            path: under(&input.root, Path::new("/proc/irq")),
+            knob: Knob::File,
+            value: format_cpu_list(cpus),
+            skipped: Some(
+                "the device has no interrupt of its own (a veth, or a virtual device): not \
+                 applicable here"
+                    .into(),
+            ),
+        }];
+    }
+    vectors
+        .into_iter()
+        .map(|v| Setting {
+            name: format!("{} IRQ {v}'s CPUs", input.iface),
+            path: irq::affinity_path(&input.root, v),
+            knob: Knob::File,
+            value: format_cpu_list(cpus),
+            skipped: irq::unmovable(&input.root, v),
+        })
+        .collect()
+}
+
+/// The rings at the driver's maximum (TX as it is where the driver gives no TX maximum) or
+/// at the size asked.
+fn ring_setting(input: &ProfileInput, ring: Ring) -> Setting {
+    let value = match ring {
+        Ring::Size(n) => format!("rx={n} tx={n}"),
+        Ring::Max if input.root != Path::new("/") => "rx=max tx=max".into(),
+        Ring::Max => match ethtool::rings(&input.iface) {
+            Ok(r) if r.tx_max > 0 => format!("rx={} tx={}", r.rx_max, r.tx_max),
+            Ok(r) => format!("rx={}", r.rx_max),
+            // Said by the skip check, which reads it again.
+            Err(_) => "rx=max tx=max".into(),
+        },
+    };
+    nic_setting(input, "rings", Knob::Ring, value)
+}
+
+/// GRO, GSO and TSO on: those the driver lets change in one setting; one skipped line for
+/// each it holds fixed off.
+fn offload_settings(input: &ProfileInput) -> Vec<Setting> {
+    let all = || {
+        ethtool::OFFLOADS
+            .iter()
+            .map(|o| format!("{}=on", o.name))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if input.root != Path::new("/") {
+        return vec![nic_setting(input, "offloads", Knob::Offloads, all())];
+    }
+    let (Ok(changeable), Ok(current)) = (
+        ethtool::changeable_offloads(&input.iface),
+        ethtool::read_offloads(&input.iface),
+    ) else {
+        // The skip check reads it again and says why.
+        return vec![nic_setting(input, "offloads", Knob::Offloads, all())];
+    };
+    let mut out = Vec::new();
+    let mut wanted = Vec::new();
+    for o in &ethtool::OFFLOADS {
+        let on = current
+            .split_whitespace()
+            .any(|f| f == format!("{}=on", o.name));
+        if changeable.contains(&o.name) {
+            wanted.push(format!("{}=on", o.name));
+        } else if !on {
+            out.push(Setting {
+                skipped: Some("the driver holds it off (not among its changeable features)".into()),
+                ..nic_setting(input, o.name, Knob::Offloads, format!("{}=on", o.name))
+            });
+        }
+    }
+    if !wanted.is_empty() {
+        out.insert(
+            0,
+            nic_setting(input, "offloads", Knob::Offloads, wanted.join(" ")),
+        );
+    }
+    out
+}
+
+/// Every chosen CPU's governor `performance`; global, so only from the root namespace.
+fn governor_settings(input: &ProfileInput) -> Vec<Setting> {
+    input
+        .cpus
+        .iter()
+        .map(|c| {
+            let dir = under(
+                &input.root,
+                Path::new(&format!("/sys/devices/system/cpu/cpu{c}/cpufreq")),
+            );
+            let available = std::fs::read_to_string(dir.join("scaling_available_governors"));
+            let skipped = if !input.root_netns {
+                Some("a CPU's governor is global: left alone inside a network namespace".into())
+            } else if !dir.exists() {
+                Some("no cpufreq on this CPU (a VM, or the firmware sets the clock)".into())
+            } else if available.is_ok_and(|a| !a.split_whitespace().any(|g| g == "performance")) {
+                Some("its cpufreq driver has no performance governor".into())
+            } else {
+                None
+            };
+            Setting {
+                name: format!("cpu{c} governor"),
+                path: dir.join("scaling_governor"),
+                knob: Knob::File,
+                value: "performance".into(),
+                skipped,
+            }
+        })
+        .collect()
+}
+
+/// Whether a setting is one of these levers (its skip is said in attach's output: a place
+/// without the lever, not a profile's choice).
+pub fn is_lever(knob: Knob, path: &Path) -> bool {
+    matches!(knob, Knob::Ring | Knob::Coalesce | Knob::Offloads)
+        || path.starts_with(Path::new("/proc/irq"))
+        || path.ends_with("scaling_governor")
+}
+
+/// The interrupt vectors the settings move (those not skipped).
+pub fn moved_vectors(settings: &[Setting]) -> Vec<u32> {
+    settings
+        .iter()
+        .filter(|s| s.skipped.is_none() && s.path.ends_with("smp_affinity_list"))
+        .filter_map(|s| s.path.parent()?.file_name()?.to_str()?.parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_flags_parse() {
+        assert_eq!("max".parse::<Ring>(), Ok(Ring::Max));
+        assert_eq!("80".parse::<Ring>(), Ok(Ring::Size(80)));
+        assert!("0".parse::<Ring>().is_err());
+        assert!("big".parse::<Ring>().is_err());
+    }
+}
