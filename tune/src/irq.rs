@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rxsteer_records::run::CpuInfo;
 
-use crate::{cpus::parse_cpu_list, profile::under};
+use crate::{cpus::parse_cpu_list, setting::under};
 
 /// The interface's interrupt vectors, sorted; empty for a device with none (a veth, lo).
 pub fn vectors(root: &Path, iface: &str) -> Vec<u32> {

@@ -13,51 +13,10 @@ use crate::{
     cpus::format_cpu_list,
     ethtool, irq,
     knob::Knob,
-    profile::{under, ProfileInput, Setting},
+    setting::{under, ProfileInput, Setting},
 };
 
-/// The levers asked for on the command line, for any mode (an installed unit's record keeps
-/// them, so its status recomputes the same profile).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Asked {
-    /// `--irq-cpu L`: the CPUs every interrupt vector of the interface goes to. A mode that
-    /// moves the interrupt (irq-affinity) gets the caller's pick when none is named.
-    pub irq_cpus: Option<Vec<u32>>,
-    /// `--ring`: `max`, or a size for RX and TX both.
-    pub ring: Option<Ring>,
-    /// `--coalesce`: `rx-usecs=N rx-frames=N ...` (checked by [`ethtool::check_coalesce`]).
-    pub coalesce: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ring {
-    Max,
-    Size(u32),
-}
-
-impl std::fmt::Display for Ring {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            Ring::Max => f.write_str("max"),
-            Ring::Size(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl std::str::FromStr for Ring {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "max" => Ok(Ring::Max),
-            n => match n.parse::<u32>() {
-                Ok(v) if (1..=1 << 20).contains(&v) => Ok(Ring::Size(v)),
-                _ => Err(format!("{s:?} is not max or a ring size 1-1048576")),
-            },
-        }
-    }
-}
+pub use crate::setting::{Asked, Ring};
 
 /// Why NIC knobs are not sought in a test's tree: the ioctl reaches the running kernel's
 /// devices, and a scratch name could be a real one.
@@ -262,17 +221,4 @@ pub fn moved_vectors(settings: &[Setting]) -> Vec<u32> {
         .filter(|s| s.skipped.is_none() && s.path.ends_with("smp_affinity_list"))
         .filter_map(|s| s.path.parent()?.file_name()?.to_str()?.parse().ok())
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ring_flags_parse() {
-        assert_eq!("max".parse::<Ring>(), Ok(Ring::Max));
-        assert_eq!("80".parse::<Ring>(), Ok(Ring::Size(80)));
-        assert!("0".parse::<Ring>().is_err());
-        assert!("big".parse::<Ring>().is_err());
-    }
 }

@@ -15,6 +15,7 @@ pub mod lock;
 pub mod napi;
 pub mod pin;
 pub mod profile;
+pub mod setting;
 pub mod state;
 pub mod sysctl;
 pub mod task;

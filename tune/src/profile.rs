@@ -26,48 +26,14 @@ use crate::{
 /// A profile is named by the steering mode it sets up (`none`: nothing to set).
 use rxsteer_records::{Mode, Tuning};
 
+pub use crate::setting::{under, ProfileInput, Setting};
+
 /// The device's interrupt deferral for busy polling: `napi_defer_hard_irqs` (empty polls
 /// before the interrupt is re-armed) and `gro_flush_timeout` (ns).
 pub const IRQ_DEFERRAL: [(&str, &str); 2] = [
     ("napi_defer_hard_irqs", "2"),
     ("gro_flush_timeout", "200000"),
 ];
-
-/// One value a profile wants.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Setting {
-    /// `net.core.somaxconn` or `eth0 rx-0/rps_cpus`.
-    pub name: String,
-    pub path: PathBuf,
-    /// How the path is read and written.
-    pub knob: Knob,
-    pub value: String,
-    /// Why this setting is not applied here (a global sysctl inside a namespace, a file this
-    /// kernel or device does not have).
-    pub skipped: Option<String>,
-}
-
-/// What a profile is computed from.
-#[derive(Clone, Debug)]
-pub struct ProfileInput {
-    pub iface: String,
-    /// The CPUs the mode's CPU flag names: where RPS and XPS may spread (`--cpus`), or where
-    /// the NAPI kthreads run (`--napi-cpu`).
-    pub cpus: Vec<u32>,
-    /// Number of CPU ids (highest possible + 1): the width of the masks the kernel prints.
-    pub nr_cpu_ids: u32,
-    /// True in the root network namespace: only there are global sysctls written.
-    pub root_netns: bool,
-    /// `/` on a real machine; a scratch tree in tests.
-    pub root: PathBuf,
-    /// The NIC's and CPUs' own levers asked for on the command line, for any mode.
-    pub levers: crate::levers::Asked,
-}
-
-/// `abs` (a path as the booted box sees it) inside the tree rooted at `root`.
-pub fn under(root: &Path, abs: &Path) -> PathBuf {
-    root.join(abs.strip_prefix("/").unwrap_or(abs))
-}
 
 /// The queue directories (`rx-0`, `rx-1`, ... or `tx-*`) of the interface, sorted.
 pub fn queues(input: &ProfileInput, prefix: &str) -> Vec<String> {

@@ -264,6 +264,28 @@ pub fn recover_crashed() -> Result<Vec<Change>> {
 pub struct TuneGuard {
     path: PathBuf,
     active: bool,
+    /// What it wrote: checked again before the revert, so that a value another tool changed
+    /// mid-session (irqbalance moving the interrupt back) is said, not silently measured.
+    written: Vec<Change>,
+}
+
+/// The written values that no longer hold, one line each (`eth0 IRQ 24's CPUs: set 3, now
+/// 0-1`); a value that cannot be read now is left out (its device went away).
+pub fn drifted(written: &[Change]) -> Vec<String> {
+    written
+        .iter()
+        .filter_map(|c| {
+            let now = c.knob.read(&c.path).ok()?;
+            (!c.knob.same(&c.path, &now, &c.target)).then(|| {
+                format!(
+                    "{}: set {}, now {} (another tool changed it during the session)",
+                    c.name,
+                    c.target.trim(),
+                    now.trim()
+                )
+            })
+        })
+        .collect()
 }
 
 impl TuneGuard {
@@ -279,14 +301,18 @@ impl TuneGuard {
             profile_kind.as_str(),
             true,
         );
-        let guard = Self {
+        let mut guard = Self {
             path: path.clone(),
             active: true,
+            written: Vec::new(),
         };
         let plan = apply(&settings, &path, fresh, false)
             .with_context(|| format!("tuning profile {}", profile_kind.as_str()));
         match plan {
-            Ok(plan) => Ok((guard, plan)),
+            Ok(plan) => {
+                guard.written = plan.writes().cloned().collect();
+                Ok((guard, plan))
+            }
             Err(e) => {
                 // The failed apply put back its own writes; the guard drops the state file.
                 drop(guard);
@@ -298,13 +324,21 @@ impl TuneGuard {
     /// Reverts now and reports what changed back.
     pub fn revert(mut self) -> Result<Vec<Change>> {
         self.active = false;
+        self.say_drift();
         Ok(revert(&self.path)?)
+    }
+
+    fn say_drift(&self) {
+        for line in drifted(&self.written) {
+            eprintln!("rxsteer: drift: {line}");
+        }
     }
 }
 
 impl Drop for TuneGuard {
     fn drop(&mut self) {
         if self.active {
+            self.say_drift();
             if let Err(e) = revert(&self.path) {
                 eprintln!("rxsteer: could not revert tuning: {e:#} (run `rxsteer restore`)");
             }

@@ -91,8 +91,11 @@ fn the_reference_turns_gro_on_and_tune_revert_puts_every_byte_back() {
     assert_eq!(common::profile_values(&lab), values);
 }
 
-/// A session that observes: its stderr up to "observing", the rest read on.
-fn observing(lab: &VethLab, args: &[&str]) -> (std::process::Child, String) {
+/// A session that observes: its stderr up to "observing", and the rest as it ends.
+fn observing(
+    lab: &VethLab,
+    args: &[&str],
+) -> (std::process::Child, String, std::thread::JoinHandle<String>) {
     let mut child = rxsteer(lab, args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -110,8 +113,12 @@ fn observing(lab: &VethLab, args: &[&str]) -> (std::process::Child, String) {
         said.push_str(&line);
         assert!(Instant::now() < deadline, "{said}");
     }
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    (child, said)
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    (child, said, rest)
 }
 
 #[test]
@@ -120,7 +127,7 @@ fn a_killed_reference_session_is_put_back_by_restore() {
     let lab = lab('m');
     let dev = lab.server_dev.clone();
     let before = offloads(&lab).1;
-    let (mut child, said) = observing(
+    let (mut child, said, _) = observing(
         &lab,
         &["attach", "--iface", &dev, "--steer", "reference", "--json"],
     );
@@ -155,7 +162,7 @@ fn irq_affinity_on_a_veth_says_not_applicable_and_a_bad_irq_cpu_is_refused() {
     let dev = lab.server_dev.clone();
     let values = common::profile_values(&lab);
     let (three, _) = offloads(&lab);
-    let (mut child, said) = observing(
+    let (mut child, said, _) = observing(
         &lab,
         &[
             "attach",
@@ -198,4 +205,36 @@ fn irq_affinity_on_a_veth_says_not_applicable_and_a_bad_irq_cpu_is_refused() {
         out.contains("--irq-cpu") && out.contains("CPU 4095 is not online here"),
         "{out}"
     );
+}
+
+/// A lever another tool changes mid-session is said at the session's end (the run measured
+/// that tool's value, not ours), and the revert still puts the value found at the start back.
+#[test]
+#[ignore = "needs root: tunes a veth lab"]
+fn a_lever_changed_mid_session_is_said_as_drift_at_the_end() {
+    let lab = lab('d');
+    let dev = lab.server_dev.clone();
+    let before = offloads(&lab).1;
+    let (child, said, rest) = observing(
+        &lab,
+        &["attach", "--iface", &dev, "--steer", "reference", "--json"],
+    );
+    assert!(said.contains("tuned for reference"), "{said}");
+    common::succeed(
+        lab.server
+            .command("ethtool")
+            .args(["-K", &dev, "gro", "off"]),
+    );
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut child = child;
+    assert!(child.wait().unwrap().success());
+    let rest = rest.join().unwrap();
+    assert!(
+        rest.contains(&format!(
+            "rxsteer: drift: {dev} offloads: set gro=on gso=on tso=on, now gro=off"
+        )),
+        "{rest}"
+    );
+    assert_eq!(offloads(&lab).1, before, "ethtool -k byte for byte");
 }

@@ -177,6 +177,39 @@ rxsteer restore >>/tmp/tune-busy.out 2>&1
 say data tune-busy-restored "$(values | oneline)"
 say data tune-busy-out "$(oneline </tmp/tune-busy.out)"
 
+# The one queue's own levers, read back by ethtool and procfs (not by rxsteer): the reference
+# tuning's rings at their maximum and offloads on, a coalescing value and the interrupt moved
+# to the target CPU; restore puts every one back. Then the same in a session killed with
+# SIGKILL, put back by restore.
+levers() {
+  echo "ring $(ethtool -g "$SRV" 2>&1 | awk '/^Current/ {c=1} c && /^(RX|TX):/ {printf "%s%s ", $1, $2}')"
+  echo "coalesce $(ethtool -c "$SRV" 2>&1 | awk '/^rx-usecs:|^rx-frames:/ {printf "%s%s ", $1, $2}')"
+  echo "offloads $(ethtool -k "$SRV" | awk '/^(generic-receive-offload|generic-segmentation-offload|tcp-segmentation-offload):/ {printf "%s%s ", $1, $2}')"
+  echo "irq $rxirq=$(cat /proc/irq/$rxirq/smp_affinity_list 2>&1)"
+  echo "governor $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>&1 | head -1)"
+}
+say data levers-before "$(levers | oneline)"
+say data levers-max "$(ethtool -g "$SRV" 2>&1 | awk '/^Pre-set/ {c=1} /^Current/ {c=0} c && /^(RX|TX):/ {printf "%s%s ", $1, $2}')"
+rxsteer tune apply --iface "$SRV" --profile reference --irq-cpu "$VM_TARGET_CPU" --coalesce rx-usecs=50 >/tmp/levers.out 2>&1
+say data levers-rc $?
+say data levers-applied "$(levers | oneline)"
+li0=$(irq_counts)
+load 300 >/dev/null 2>&1
+li1=$(irq_counts)
+say data levers-irq-counts "$li0|$li1"
+rxsteer restore >>/tmp/levers.out 2>&1
+say data levers-restore-rc $?
+say data levers-restored "$(levers | oneline)"
+say data levers-out "$(oneline </tmp/levers.out)"
+rxsteer attach --iface "$SRV" --steer reference --irq-cpu "$VM_TARGET_CPU" --coalesce rx-usecs=50 --json >/dev/null 2>/tmp/lk.err &
+lk=$!
+for i in $(seq 100); do grep -q observing /tmp/lk.err 2>/dev/null && break; sleep 0.2; done
+say data levers-crash-applied "$(levers | oneline)"
+kill -9 $lk; wait $lk 2>/dev/null
+rxsteer restore >/tmp/lk.out 2>&1
+say data levers-crash-restored "$(levers | oneline)"
+say data levers-crash-out "$(oneline </tmp/lk.err) $(oneline </tmp/lk.out)"
+
 # Busy polling as the server takes it (`serve --busy-poll`): refused in one line before
 # Linux 6.9, serving with it from there.
 rxsteer serve --http 10.199.0.1:8081 --zap 10.199.0.1:9654 --threads 1 --busy-poll 50 >/tmp/busy.log 2>&1 &

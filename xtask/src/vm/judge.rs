@@ -154,6 +154,7 @@ pub fn judge(
     out.push(selftest(e));
     out.extend(steering(e, nic, target_cpu));
     out.extend(tuning(e));
+    out.extend(levers(e, target_cpu));
     out.push(busy_poll(e));
     out.push(dissector(e));
     out.extend(main_job(e, nic));
@@ -382,6 +383,72 @@ fn tuning(e: &Evidence) -> Vec<Check> {
             format!("restored {restored}; {}", e.d("tune-out")),
         ),
         busy_poll_tuning(e),
+    ]
+}
+
+/// The one queue's levers, as ethtool and procfs read them: `tune apply --profile reference
+/// --irq-cpu T --coalesce rx-usecs=50` moves each the driver has (a lever it has not is
+/// skipped, said by name), the interrupts then land on T, and restore puts every one back;
+/// a SIGKILLed session's come back at restore too.
+fn levers(e: &Evidence, target_cpu: usize) -> Vec<Check> {
+    let (before, applied, restored) = (
+        e.d("levers-before"),
+        e.d("levers-applied"),
+        e.d("levers-restored"),
+    );
+    let out = e.d("levers-out");
+    let field = |all: &str, name: &str| {
+        all.split('|')
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let max = e.d("levers-max").trim().to_string();
+    // Each lever: changed as asked, or skipped in one line that names it.
+    let ring = field(&applied, "ring") == max || out.contains(" rings: the driver has no");
+    let coalesce = field(&applied, "coalesce").contains("rx-usecs:50")
+        || out.contains(" coalescing: the driver has no");
+    let irq = field(&applied, "irq").ends_with(&format!("={target_cpu}"));
+    let (i0, i1) = e.d("levers-irq-counts").split_once('|').unwrap_or(("", ""));
+    let counts = |s: &str| -> Vec<u64> {
+        s.split_whitespace()
+            .map(|v| v.parse().unwrap_or(0))
+            .collect()
+    };
+    let delta: Vec<u64> = counts(i1)
+        .iter()
+        .zip(counts(i0).iter().chain(std::iter::repeat(&0)))
+        .map(|(b, a)| b.saturating_sub(*a))
+        .collect();
+    let on_target = delta.get(target_cpu).copied().unwrap_or(0);
+    let elsewhere: u64 = delta.iter().sum::<u64>() - on_target;
+    let (crash_applied, crash_restored) =
+        (e.d("levers-crash-applied"), e.d("levers-crash-restored"));
+    vec![
+        check(
+            "tune apply --profile reference moves each lever the driver has",
+            e.d("levers-rc") == "0" && ring && coalesce && irq,
+            format!("before {before}; applied {applied}; maxima {max}; {out}"),
+        ),
+        check(
+            "the moved interrupt lands on its CPU",
+            on_target > 0 && elsewhere <= on_target / 10,
+            format!("interrupts per CPU under load {delta:?} (CPU {target_cpu} asked)"),
+        ),
+        check(
+            "restore puts every lever back",
+            e.d("levers-restore-rc") == "0" && restored == before && !before.is_empty(),
+            format!("restored {restored}"),
+        ),
+        check(
+            "a SIGKILLed reference session's levers come back at restore",
+            crash_applied != before && crash_restored == before,
+            format!(
+                "while it ran {crash_applied}; after restore {crash_restored}; {}",
+                e.d("levers-crash-out")
+            ),
+        ),
     ]
 }
 
@@ -682,7 +749,7 @@ mod tests {
             .collect();
         let checks = judge(&evidence(&console), Nic::E1000, &[], 1, &[]);
         let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names.len(), 27, "{names:?}");
+        assert_eq!(names.len(), 31, "{names:?}");
         for c in &checks {
             let want = match c.name.as_str() {
                 "xdp-mode drv" => Verdict::Refused,
@@ -693,6 +760,11 @@ mod tests {
                 | "selftest: rxsteer's figures agree with the kernel's (--iface)"
                 | "tune apply --profile busy-poll defers and suspends; restore puts it back"
                 | "flow dissector asked for RPS's hash (rps-dissector)" => Verdict::Fail,
+                // And the one queue's levers.
+                "tune apply --profile reference moves each lever the driver has"
+                | "the moved interrupt lands on its CPU"
+                | "restore puts every lever back"
+                | "a SIGKILLed reference session's levers come back at restore" => Verdict::Fail,
                 _ => Verdict::Pass,
             };
             assert_eq!(c.verdict, want, "{}: {}", c.name, c.detail);
