@@ -406,10 +406,10 @@ fn levers(e: &Evidence, target_cpu: usize) -> Vec<Check> {
     };
     let max = e.d("levers-max").trim().to_string();
     // Each lever: changed as asked, or skipped in one line that names it.
-    let ring = field(&applied, "ring") == max || out.contains(" rings: the driver has no");
-    let coalesce = field(&applied, "coalesce").contains("rx-usecs:50")
+    let ring = field(applied, "ring") == max || out.contains(" rings: the driver has no");
+    let coalesce = field(applied, "coalesce").contains("rx-usecs:50")
         || out.contains(" coalescing: the driver has no");
-    let irq = field(&applied, "irq").ends_with(&format!("={target_cpu}"));
+    let irq = field(applied, "irq").ends_with(&format!("={target_cpu}"));
     let (i0, i1) = e.d("levers-irq-counts").split_once('|').unwrap_or(("", ""));
     let counts = |s: &str| -> Vec<u64> {
         s.split_whitespace()
