@@ -6,6 +6,7 @@
 pub mod bpf_cost;
 pub mod breakdown;
 pub mod derived;
+pub mod levers;
 pub mod live;
 pub mod load;
 pub mod names;

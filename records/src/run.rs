@@ -109,6 +109,12 @@ pub struct Setup {
     /// run had it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backlog_threads: bool,
+    /// The one queue's levers as found before the first arm, and as left after the last (the
+    /// host as found: the same). Absent from runs before they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levers: Option<crate::levers::LeversRead>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levers_after: Option<crate::levers::LeversRead>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -317,6 +323,9 @@ pub struct Row {
     /// before it was read, and where the interface could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic_drops: Option<crate::sample::NicDrops>,
+    /// The one queue's levers as they read at the end of the load, the arm in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levers: Option<crate::levers::LeversRead>,
     #[serde(default)]
     pub steer_fallback: u64,
     /// The capacity search, when the load was one (the default since it existed): the row's

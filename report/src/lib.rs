@@ -330,6 +330,45 @@ mod tests {
         assert!(!md.contains("over ZAP: "), "{md}");
     }
 
+    /// Each lever's before, under the arm that changed it, and after; what the place lacks
+    /// said; after unlike before said in bold.
+    #[test]
+    fn the_levers_table_shows_before_under_and_after() {
+        let levers = |gro: &str, irq: &str| {
+            serde_json::json!({"offloads": format!("gro={gro} gso=on tso=on"),
+                "irqs": [{"irq": 11, "cpus": irq, "effective": irq}],
+                "missing": ["rings: the driver has none (EOPNOTSUPP)"]})
+        };
+        let mut v = run();
+        v["setup"]["levers"] = levers("off", "0-1");
+        v["setup"]["levers_after"] = levers("off", "0-1");
+        for i in 0..9 {
+            v["runs"][i]["levers"] = levers("off", "0-1");
+        }
+        v["runs"][1]["levers"] = levers("on", "1");
+        let md = render(&doc(v.clone())).unwrap();
+        assert!(
+            md.contains("| lever | before | under RPS/RFS/XPS | after |"),
+            "{md}"
+        );
+        assert!(md.contains("| offloads | gro=off gso=on tso=on | gro=on gso=on tso=on | gro=off gso=on tso=on |"), "{md}");
+        assert!(
+            md.contains(
+                "| IRQ 11 | 0-1 (delivered to 0-1) | 1 (delivered to 1) | 0-1 (delivered to 0-1) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("Not applicable here: rings: the driver has none"),
+            "{md}"
+        );
+        assert!(!md.contains("differ from before"), "{md}");
+        v["setup"]["levers_after"] = levers("on", "0-1");
+        assert!(render(&doc(v))
+            .unwrap()
+            .contains("**The levers after the run differ from before it**"));
+    }
+
     #[test]
     fn renders_ratios_per_protocol_and_the_receive_table() {
         let md = render(&doc(run().clone())).unwrap();

@@ -189,6 +189,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
         recommendation_section(&mut o, run, &protos)?;
     }
     xdp_section(&mut o, &run.runs)?;
+    crate::nic::levers_section(&mut o, run)?;
     observer_section(&mut o, run, &arms, &protos)?;
     if searched {
         writeln!(

@@ -206,6 +206,59 @@ fn governor_settings(input: &ProfileInput) -> Vec<Setting> {
         .collect()
 }
 
+/// Every lever of `iface` as it reads now (`cpus`: whose governors), each one that cannot be
+/// read said in `missing` with why. Reads only: ioctls, /proc/irq and cpufreq's files.
+pub fn read(iface: &str, cpus: &[u32]) -> rxsteer_records::levers::LeversRead {
+    use rxsteer_records::levers::{IrqRead, LeversRead};
+    let mut out = LeversRead::default();
+    let why = |e: std::io::Error| match ethtool::unsupported(&e) {
+        true => format!("the driver has none ({e})"),
+        false => format!("unreadable ({e})"),
+    };
+    match ethtool::rings(iface) {
+        Ok(r) => {
+            out.rings = Some(format!("rx={} tx={}", r.rx, r.tx));
+            out.rings_max = Some(format!("rx={} tx={}", r.rx_max, r.tx_max));
+        }
+        Err(e) => out.missing.push(format!("rings: {}", why(e))),
+    }
+    match ethtool::read_coalesce(iface) {
+        Ok(c) => out.coalesce = Some(c),
+        Err(e) => out.missing.push(format!("coalescing: {}", why(e))),
+    }
+    match ethtool::read_offloads(iface) {
+        Ok(o) => out.offloads = Some(o),
+        Err(e) => out.missing.push(format!("offloads: {}", why(e))),
+    }
+    let root = Path::new("/");
+    out.irqs = irq::vectors(root, iface)
+        .into_iter()
+        .filter_map(|n| {
+            let cpus = std::fs::read_to_string(irq::affinity_path(root, n)).ok()?;
+            Some(IrqRead {
+                irq: n,
+                cpus: cpus.trim().to_string(),
+                effective: irq::effective(root, n).map(|c| format_cpu_list(&c)),
+            })
+        })
+        .collect();
+    if out.irqs.is_empty() {
+        out.missing
+            .push("interrupts: the device has no interrupt of its own".into());
+    }
+    for &c in cpus {
+        let p = format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor");
+        if let Ok(g) = std::fs::read_to_string(p) {
+            out.governors.insert(c, g.trim().to_string());
+        }
+    }
+    if out.governors.is_empty() {
+        out.missing
+            .push("governors: no cpufreq (a VM, or the firmware sets the clock)".into());
+    }
+    out
+}
+
 /// Whether a setting is one of these levers (its skip is said in attach's output: a place
 /// without the lever, not a profile's choice).
 pub fn is_lever(knob: Knob, path: &Path) -> bool {

@@ -232,6 +232,8 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         cpumap_drops: f.cpumap_drops,
         softnet_dropped: f.softnet_dropped,
         nic_drops: f.nic_drops,
+        // Read by the caller, which knows where the interface is.
+        levers: None,
         steer_fallback: f.steer_fallback,
         search: None,
         switch_ms: None,

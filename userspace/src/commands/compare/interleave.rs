@@ -230,6 +230,7 @@ impl Run<'_> {
                     let result = window_result(from, &lines, args.connections, args.rate);
                     let mut row = window_row(rep, *arm, proto, &result, &tagged);
                     row.window_at = lines.last().map(|l| [from, l.t_s]);
+                    row.levers = self.site.levers_now();
                     row
                 }
             };

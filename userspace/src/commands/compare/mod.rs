@@ -215,6 +215,9 @@ fn measure(
         bail!("{why}");
     }
     let mut doc = run_doc(args, planned, setup, caveat, loaded, env_before, rows)?;
+    if let Some(s) = doc.setup.as_mut() {
+        s.levers_after = site.levers_now();
+    }
     doc.reps = reps.next;
     doc.sequential = reps.sequential;
     doc.incomplete = incomplete.clone();
@@ -580,6 +583,7 @@ impl Run<'_> {
         }
         let load::Collected { load, failed } = self.loader.collect(&spec, &mut children)?;
         let mut row = figures::row(at.rep, *at.arm, at.proto, load.as_ref(), &tagged);
+        row.levers = self.site.levers_now();
         if let Some(why) = failed {
             at.screen.note(format!("{}: {why}", w.base));
             row.fail(why);

@@ -40,6 +40,18 @@ impl Site<'_> {
     pub fn ns(&self) -> Option<&Netns> {
         self.ns
     }
+
+    /// The server interface's levers as they read now (in the lab, from inside its
+    /// namespace, where the interface's ioctls answer). None where they could not be read.
+    pub fn levers_now(&self) -> Option<rxsteer_records::levers::LeversRead> {
+        let dev = self.server_dev.clone();
+        let cpus = rxsteer_tune::cpus::online_cpus().ok()?;
+        let read = move || Ok(rxsteer_tune::levers::read(&dev, &cpus));
+        match self.ns {
+            Some(ns) => ns.spawn(None, read).join().ok()?.ok(),
+            None => read().ok(),
+        }
+    }
 }
 
 /// Everything a comparison measures on: the site, its loader, and what run.json says of them.
@@ -103,6 +115,8 @@ impl Lab {
             qsize: 2048,
             nic: figures::iface_facts(Some(&lab.veth.server), &lab.veth.server_dev),
             backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
+            levers: site.levers_now(),
+            levers_after: None,
         };
         Prepared {
             site,
@@ -250,6 +264,8 @@ pub fn iface(args: &CompareArgs, iface: &str, roles: &Roles) -> Result<Prepared<
         qsize: 2048,
         nic: figures::iface_facts(None, iface),
         backlog_threads: rxsteer_dataplane::procfs::backlog_threads(),
+        levers: site.levers_now(),
+        levers_after: None,
     };
     Ok(Prepared {
         site,
