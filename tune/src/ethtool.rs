@@ -159,7 +159,9 @@ pub fn read_rings(iface: &str) -> io::Result<String> {
     Ok(print_pairs(&RING_FIELDS, &[r.rx, r.tx]))
 }
 
-/// Sets the ring sizes `value` names; the others (and the mini and jumbo rings) stay.
+/// Sets the ring sizes `value` names; the others (and the mini and jumbo rings) stay. Some
+/// drivers reset the device to resize (e1000 takes its link down and up): then this waits for
+/// the carrier, so that nothing is timed over a dead link, and says that it happened.
 pub fn write_rings(iface: &str, value: &str) -> io::Result<()> {
     let mut r = rings(iface)?;
     for (i, v) in parse_pairs(value, &RING_FIELDS)? {
@@ -168,7 +170,49 @@ pub fn write_rings(iface: &str, value: &str) -> io::Result<()> {
             _ => r.tx = v,
         }
     }
-    set_rings(iface, &r)
+    let bounces = carrier_changes(iface);
+    set_rings(iface, &r)?;
+    if carrier_changes(iface) != bounces {
+        let took = wait_for_carrier(iface, std::time::Duration::from_secs(20))?;
+        eprintln!(
+            "rxsteer: {iface}'s link went down with the ring change and was up again after \
+             {:.1} s",
+            took.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// How often the interface's carrier changed since it appeared (None: not shown here).
+fn carrier_changes(iface: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/carrier_changes"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Waits until the interface has its carrier again; how long it took, or an error naming the
+/// wait where it never came.
+fn wait_for_carrier(iface: &str, within: std::time::Duration) -> io::Result<std::time::Duration> {
+    let start = std::time::Instant::now();
+    loop {
+        let up = std::fs::read_to_string(format!("/sys/class/net/{iface}/carrier"))
+            .is_ok_and(|c| c.trim() == "1");
+        if up {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > within {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{iface}'s link went down with the ring change and had no carrier after {} s",
+                    within.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Whether two ring values agree on every field either names.

@@ -399,6 +399,32 @@ fn draw_heatmap(
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
+/// What the NIC itself lost in the last interval, for the table's title: loss no CPU row
+/// shows. "not read" where the interface's counters were not (never a silent zero).
+fn nic_lost(last: Option<&Sample>) -> String {
+    match last.and_then(|s| Some((s, s.nic_drops.as_ref()?))) {
+        None => "NIC drops: not read".into(),
+        Some((s, d)) => {
+            let lost = d.lost();
+            let which: Vec<&str> = d
+                .counters
+                .iter()
+                .chain(&d.driver)
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, _)| k.as_str())
+                .collect();
+            match lost {
+                0 => "NIC drops/s: 0".into(),
+                _ => format!(
+                    "NIC drops/s: {} ({})",
+                    compact(lost as f64 / s.interval_s.max(1e-9)),
+                    which.join(", ")
+                ),
+            }
+        }
+    }
+}
+
 /// Black through red to yellow as `v` goes from 0 to 1.
 fn heat(v: f64) -> Color {
     let v = v.clamp(0.0, 1.0);
@@ -472,7 +498,10 @@ fn draw_table(f: &mut Frame, area: Rect, last: Option<&Sample>, how: &Observed) 
         Constraint::Length(5),
         Constraint::Length(7),
     ];
-    let mut block = Block::bordered().title("now, per CPU (busiest first when not all fit)");
+    // The NIC's own loss is in no CPU's row: the bottom border says it.
+    let mut block = Block::bordered()
+        .title("now, per CPU (busiest first when not all fit)")
+        .title_bottom(Line::from(format!(" {} ", nic_lost(last))));
     if hidden > 0 {
         block = block.title_bottom(Line::from(format!(" +{hidden} quieter CPUs hidden ")).dim());
     }
@@ -510,6 +539,11 @@ mod tests {
                 ..Default::default()
             });
         }
+        let mut lossy = s.clone();
+        lossy.nic_drops = Some(rxsteer_records::sample::NicDrops {
+            counters: [("rx_missed_errors".to_string(), 1500)].into(),
+            driver: Default::default(),
+        });
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
         t.draw(|f| draw(f, &history, &CpuKinds::default(), "veth0", &skb_xdp()))
@@ -521,6 +555,21 @@ mod tests {
             .iter()
             .map(|c| c.symbol())
             .collect();
+        assert!(text.contains("NIC drops: not read"), "never a silent zero");
+        let lossy = VecDeque::from([lossy.clone(), lossy]);
+        t.draw(|f| draw(f, &lossy, &CpuKinds::default(), "veth0", &skb_xdp()))
+            .unwrap();
+        let said: String = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(
+            said.contains("NIC drops/s: 1.5k (rx_missed_errors)"),
+            "{said}"
+        );
         assert!(text.contains("rxsteer top  veth0  observer xdp, XDP skb (generic)"));
         assert!(
             text.contains("after the RX core has built each packet's skb"),

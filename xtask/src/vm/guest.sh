@@ -200,7 +200,8 @@ say data levers-irq-counts "$li0|$li1"
 rxsteer restore >>/tmp/levers.out 2>&1
 say data levers-restore-rc $?
 say data levers-restored "$(levers | oneline)"
-say data levers-out "$(oneline </tmp/levers.out)"
+# The lever lines only (the sysctls would push them past the line's length).
+say data levers-out "$(grep -E 'rings|coalescing|offloads|IRQ|governor|link went down|drift' /tmp/levers.out | oneline)"
 rxsteer attach --iface "$SRV" --steer reference --irq-cpu "$VM_TARGET_CPU" --coalesce rx-usecs=50 --json >/dev/null 2>/tmp/lk.err &
 lk=$!
 for i in $(seq 100); do grep -q observing /tmp/lk.err 2>/dev/null && break; sleep 0.2; done
