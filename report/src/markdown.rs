@@ -151,9 +151,6 @@ fn recommendation_section(o: &mut String, run: &RunDoc, protos: &[Proto]) -> Res
         if let Some(c) = &r.command {
             writeln!(o, "  Apply it: `{c}`")?;
         }
-        if let Some(said) = crate::nic::drops_said(run, p) {
-            writeln!(o, "  {said}")?;
-        }
         if !r.judged.is_empty() {
             writeln!(
                 o,
@@ -187,6 +184,12 @@ pub fn render(run: &RunDoc) -> Result<String> {
         setup_section(&mut o, run, &protos)?;
         notes_section(&mut o, run)?;
         recommendation_section(&mut o, run, &protos)?;
+        // Said whether or not the run recommends (one arm alone does not).
+        for &p in &protos {
+            if let Some(said) = crate::nic::drops_said(run, p) {
+                writeln!(o, "{said}\n")?;
+            }
+        }
     }
     xdp_section(&mut o, &run.runs)?;
     crate::nic::levers_section(&mut o, run)?;

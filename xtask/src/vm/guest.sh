@@ -269,6 +269,18 @@ compare_on upload --proto http --scenario upload
 say data upload-per-request "$(awk '/^## / { t = ($0 ~ /Frames and skbs per request/) } t && /^\| / && !/^\| arm/ && !/^\|---/' /tmp/upload/report.md | oneline)"
 say data compare-left "$(ip -d link show "$SRV" | grep -c prog/xdp) $(values | oneline)"
 
+# The NIC's own drops: the upload, untuned, over a ring kept at the driver's smallest (1
+# asked: the driver rounds it up) and then at its maximum; what the report counts at each.
+# The interrupt's CPUs are kept as they are (irq-affinity to where it already goes).
+for ring in 1 max; do
+  rxsteer tune apply --iface "$SRV" --profile irq-affinity --irq-cpu "$(cat /proc/irq/$rxirq/smp_affinity_list)" --ring $ring >/tmp/ring.out 2>&1
+  say data ring-$ring-set "rc=$? rx=$(ethtool -g "$SRV" | awk '/^Current/ {c=1} c && /^RX:/ {print $2}')"
+  compare_on ring-$ring --steer none --proto http --scenario upload
+  say data ring-$ring-drops "$(tr -d ' \n' </tmp/ring-$ring/run.json 2>/dev/null | grep -o '"nic_drops":{"counters":{[^}]*},"driver":{[^}]*}}' | oneline)"
+  say data ring-$ring-said "$(grep -o 'lost [0-9]* packets at the NIC[^.]*' /tmp/ring-$ring/report.md | head -1)"
+  rxsteer restore >/dev/null 2>&1
+done
+
 # The root test suites that load BPF (xtask/src/vm/suites.rs), their ignored tests included:
 # every program through this kernel's verifier, JIT and BPF_PROG_TEST_RUN.
 for t in /rxsteer/tests/*; do
