@@ -277,6 +277,32 @@ pub struct Ask<'a> {
     pub rx_cpu: Option<u32>,
     pub loader: LoaderPlace,
     pub check: Option<&'a Path>,
+    /// The predicted box's RX core against the fitted run's, in speed (1.0: alike; a GB10's
+    /// Cortex-X925 against its A725 about 1024/480 by `cpu_capacity`).
+    pub rx_speed: f64,
+    /// The same for the core an arm that moves the interrupt (irq-affinity) puts it on:
+    /// the interrupt core's capacity, which that arm chooses and the others take as found.
+    pub irq_core_speed: f64,
+}
+
+/// The fitted costs as the predicted box's RX core would take them: an arm's RX-core work
+/// runs faster or slower by its core's speed (the interrupt core's where the arm moves the
+/// interrupt). The check against another run uses the costs as measured.
+pub fn on_predicted_cores(fit: &[Costs], ask: &Ask) -> Vec<Costs> {
+    fit.iter()
+        .map(|c| {
+            let moves = c.arm.mode.steering().tuning.is_some_and(|t| t.irq_move);
+            let speed = if moves {
+                ask.irq_core_speed
+            } else {
+                ask.rx_speed
+            };
+            Costs {
+                rx: c.rx / speed.max(1e-9),
+                ..c.clone()
+            }
+        })
+        .collect()
 }
 
 /// Writes `RUN_DIR/predict-<N>cpus.md` and `.svg`, and prints the table.
@@ -289,6 +315,7 @@ pub fn run(ask: &Ask) -> Result<()> {
     };
     let fit = costs(&doc, rx_cpu)?;
     let md = render(&doc, &fit, ask, rx_cpu)?;
+    let fit = on_predicted_cores(&fit, ask);
     // One file per question: the CPU count, and the run checked against if any.
     let stem = match ask.check.and_then(|c| c.file_name()) {
         Some(c) => format!("predict-{}cpus-check-{}", ask.cpus, c.to_string_lossy()),
@@ -351,7 +378,13 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
         }
     )?;
     writeln!(o, "Observer of the fitted run: {}.\n", fitted_observer(doc))?;
+    if ask.rx_speed != 1.0 || ask.irq_core_speed != 1.0 {
+        writeln!(o, "The predicted box's RX core runs {:.2}x the fitted run's, and the core an arm that moves the interrupt puts it on {:.2}x (its capacity): their RX-core costs are divided so below; the costs table and the check are as measured.\n", ask.rx_speed, ask.irq_core_speed)?;
+    }
     o.push_str(&costs_section(fit));
+    let measured = fit;
+    let scaled = on_predicted_cores(fit, ask);
+    let fit = &scaled[..];
     o.push_str(&curve_section(fit, ask));
     o.push_str(&own_size_section(doc, fit));
     // Each arm against its untuned, at N.
@@ -378,7 +411,7 @@ fn render(doc: &RunDoc, fit: &[Costs], ask: &Ask, rx_cpu: u32) -> Result<String>
     }
     seed_section(&mut o, fit, ask)?;
     if let Some(other) = ask.check {
-        check_section(&mut o, fit, other, rx_cpu)?;
+        check_section(&mut o, measured, other, rx_cpu)?;
     }
     writeln!(o, "## Assumptions\n\n- Costs per request stay as measured at every load and CPU count: no cache, memory or lock effects, no change in GRO or interrupt batching with load.\n- Server threads scale linearly; the RX core's work cannot be split (one hardware queue), everything else can go to any CPU.\n- The IPIs, enqueues and backlog work that steering adds are inside the measured costs (they were measured with it on).\n- Nothing else runs on the box (`other` time is left out); the network and the loaders never cap the rate.\n- Measured on a {}-CPU machine, where the RX core also ran the loader: its receive work is what the time split charged to NET_RX and the receive kthreads there.", doc.cpus)?;
     Ok(o)
@@ -693,6 +726,37 @@ mod tests {
         assert!(
             r2 < predict(cpumap, 2, LoaderPlace::Remote).0,
             "a local loader costs"
+        );
+    }
+
+    /// The interrupt core's capacity: an arm that moves the interrupt takes the speed of the
+    /// core it moves it to, the others the RX core's; a faster RX core raises the RX bound.
+    #[test]
+    fn the_interrupt_cores_speed_scales_the_rx_bound_of_the_arm_that_moves_it() {
+        let mut fit = costs(&doc(), 0).unwrap();
+        fit[1].arm = "irq-affinity".parse().unwrap();
+        let ask = Ask {
+            dir: Path::new("/x"),
+            cpus: 20,
+            rx_cpu: None,
+            loader: LoaderPlace::Remote,
+            check: None,
+            rx_speed: 0.5,
+            irq_core_speed: 2.0,
+        };
+        let on = on_predicted_cores(&fit, &ask);
+        assert!(
+            (on[0].rx - fit[0].rx * 2.0).abs() < 1e-9,
+            "untuned's RX core at half speed"
+        );
+        assert!(
+            (on[1].rx - fit[1].rx / 2.0).abs() < 1e-9,
+            "the moved interrupt's core at twice"
+        );
+        // Untuned at 20 CPUs was 25k, bound by its RX core: at half speed, 12.5k.
+        assert_eq!(
+            predict(&on[0], 20, LoaderPlace::Remote),
+            (12_500.0, Limit::RxCore)
         );
     }
 

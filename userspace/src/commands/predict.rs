@@ -18,6 +18,22 @@ pub struct PredictArgs {
     /// Another stored run (e.g. an open-loop --rate run) to check the fitted costs against.
     #[arg(long)]
     pub check: Option<std::path::PathBuf>,
+    /// The predicted box's RX core against the fitted run's, in speed (0.05-20; a GB10's
+    /// efficiency core against the lab's: measure, or take cpu_capacity's ratio).
+    #[arg(long, default_value = "1", value_parser = speed)]
+    pub rx_speed: f64,
+    /// The core the irq-affinity arm moves the interrupt to, against the fitted run's RX core
+    /// (default: --rx-speed). On the GB10, a Cortex-X925 is about 1024/480 an A725.
+    #[arg(long, value_parser = speed)]
+    pub irq_core_speed: Option<f64>,
+}
+
+/// A core's relative speed: 0.05 to 20.
+fn speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.05..=20.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a speed ratio from 0.05 to 20")),
+    }
 }
 
 pub fn run(a: &PredictArgs) -> Result<()> {
@@ -27,5 +43,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         rx_cpu: a.rx_cpu,
         loader: a.loader,
         check: a.check.as_deref(),
+        rx_speed: a.rx_speed,
+        irq_core_speed: a.irq_core_speed.unwrap_or(a.rx_speed),
     })
 }
