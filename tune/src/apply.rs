@@ -174,9 +174,19 @@ pub fn revert(state_path: &Path) -> Result<Vec<Change>, TuneError> {
     for e in &state.entries {
         let current = match read(e.knob, &e.name, &e.path) {
             Ok(c) => c,
-            // The device went away (a removed lab veth): nothing left to restore there.
+            // The device or vector went away (a removed lab veth, a driver reloaded): nothing
+            // left to restore there, and said so by name.
             Err(TuneError::Read { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
-                continue
+                restored.push(Change {
+                    name: e.name.clone(),
+                    path: e.path.clone(),
+                    knob: e.knob,
+                    current: String::new(),
+                    target: e.original.clone(),
+                    snapshot: Some(e.original.clone()),
+                    skipped: Some("it no longer exists (its device or vector went away)".into()),
+                });
+                continue;
             }
             Err(err) => {
                 failed.push(format!("{}: {err}", e.name));
@@ -456,6 +466,24 @@ mod tests {
         );
         revert(&state).unwrap();
         assert_eq!(snapshot_of(&root), before);
+        // A vector that vanishes mid-run (a driver reload): revert carries on and names it.
+        apply(
+            &settings,
+            &state,
+            StateFile::new(1, "eth9", "irq-affinity", false),
+            false,
+        )
+        .unwrap();
+        fs::remove_dir_all(&irq).unwrap();
+        let back = revert(&state).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(
+            back[0].skipped.as_deref(),
+            Some("it no longer exists (its device or vector went away)")
+        );
+        assert!(!state.exists(), "nothing left to restore");
+        fs::create_dir_all(&irq).unwrap();
+        fs::write(irq.join("smp_affinity_list"), "0-19\n").unwrap();
         // RPS takes --irq-cpu too; without the flag it leaves the interrupt alone.
         let rps = profile(Mode::Rps, &input);
         assert_eq!(crate::levers::moved_vectors(&rps), [11]);

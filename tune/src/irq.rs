@@ -127,7 +127,12 @@ pub fn pick_cpu(cpus: &[CpuInfo], busy: &[u32]) -> Option<(u32, String)> {
         (None, Some(k)) => format!("{} MHz", k / 1000),
         (None, None) => "every CPU alike: this kernel gives no capacity or frequency".into(),
     };
-    let why = if free.is_empty() {
+    let why = if busy.is_empty() {
+        format!(
+            "CPU {} ranks highest ({measure}) of the online CPUs",
+            best.cpu
+        )
+    } else if free.is_empty() {
         format!(
             "CPU {} has the highest rank ({measure}); every CPU runs the server or the loader",
             best.cpu

@@ -108,6 +108,29 @@ pub fn profile_input(
     })
 }
 
+/// The levers asked, with the interrupt's CPU filled in where `mode` moves the interrupt and
+/// `--irq-cpu` named none: the highest-capacity online CPU (nobody is known to be busy here,
+/// unlike in a comparison), said in one line with why.
+pub fn with_irq_pick(
+    mode: Mode,
+    iface: &str,
+    mut asked: rxsteer_tune::levers::Asked,
+) -> Result<rxsteer_tune::levers::Asked> {
+    let moves = mode.steering().tuning.is_some_and(|t| t.irq_move);
+    if moves && asked.irq_cpus.is_none() {
+        let online = rxsteer_tune::cpus::online_cpus()?;
+        let info = rxsteer_tune::topology::of_this_machine(&online);
+        if let Some((cpu, why)) = rxsteer_tune::irq::pick_cpu(&info, &[]) {
+            eprintln!(
+                "rxsteer: {mode} moves {iface}'s interrupt to CPU {cpu} (--irq-cpu names \
+                 another): {why}"
+            );
+            asked.irq_cpus = Some(vec![cpu]);
+        }
+    }
+    Ok(asked)
+}
+
 /// Refuses to move an interrupt vector while irqbalance runs: it would move it back within
 /// seconds, mid-run, and the comparison would measure its choice, not ours. One line that
 /// says what to run instead.
@@ -245,13 +268,24 @@ pub fn recover_crashed() -> Result<Vec<Change>> {
         match StateFile::load(&path)? {
             Some(state) if state.crashed() => {
                 let back = revert(&path)?;
-                eprintln!(
-                    "rxsteer: restored {} value(s) left by rxsteer pid {} ({} on {}), which did not exit cleanly",
-                    back.len(),
+                let by = format!(
+                    " left by rxsteer pid {} ({} on {}), which did not exit cleanly",
                     state.session_pid.unwrap_or_default(),
                     state.profile,
                     state.iface
                 );
+                // The count, and each value whose device went away, named.
+                let said = changes_said("restored", &by, &back);
+                let mut lines = said
+                    .lines()
+                    .filter(|l| !l.starts_with("  ") || l.contains("not restored,"));
+                eprintln!(
+                    "rxsteer: {}",
+                    lines.next().unwrap_or_default().trim_end_matches(':')
+                );
+                for l in lines {
+                    eprintln!("rxsteer: {}", l.trim());
+                }
                 restored.extend(back);
             }
             _ => {}
@@ -348,11 +382,22 @@ impl Drop for TuneGuard {
 
 /// Values changed or to be changed, as `tune apply`, `restore` and install's dry run say
 /// them: `"{before} N value(s){after}"`, then (`:`) one line per change.
+/// A revert's entry whose device or vector went away is not counted: it is named on a line of
+/// its own.
 pub fn changes_said(before: &str, after: &str, changes: &[Change]) -> String {
-    let mut s = format!("{before} {} value(s){after}", changes.len());
-    if !changes.is_empty() {
+    let (gone, written): (Vec<Change>, Vec<Change>) =
+        changes.iter().cloned().partition(|c| c.skipped.is_some());
+    let mut s = format!("{before} {} value(s){after}", written.len());
+    if !written.is_empty() {
         s.push_str(":\n");
-        s.push_str(&describe(changes));
+        s.push_str(&describe(&written));
+    }
+    for c in &gone {
+        s.push_str(&format!(
+            "\n  {}: not restored, {}",
+            c.name,
+            c.skipped.as_deref().unwrap_or_default()
+        ));
     }
     s
 }

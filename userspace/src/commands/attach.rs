@@ -28,7 +28,8 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
-    let input = host::profile_input(&o.iface, args.cpus.profile_cpus(), args.levers.asked())?;
+    let levers = host::with_irq_pick(args.steer, &o.iface, args.levers.asked())?;
+    let input = host::profile_input(&o.iface, args.cpus.profile_cpus(), levers)?;
     // Held to the end of this function: past the revert, so no other session tunes in between.
     let _lock = host::take_over(&format!(
         "rxsteer attach --steer {} on {}",
@@ -82,10 +83,15 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     drop(dp);
     if let Some(g) = guard {
         let restored = g.revert()?;
-        eprintln!(
-            "rxsteer: detached; {} tuned value(s) restored",
-            restored.len()
-        );
+        let (gone, back): (Vec<_>, Vec<_>) = restored.iter().partition(|c| c.skipped.is_some());
+        eprintln!("rxsteer: detached; {} tuned value(s) restored", back.len());
+        for c in gone {
+            eprintln!(
+                "rxsteer: not restored {}: {}",
+                c.name,
+                c.skipped.as_deref().unwrap_or_default()
+            );
+        }
     }
     shown
 }

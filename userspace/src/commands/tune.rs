@@ -43,7 +43,7 @@ impl TuneTarget {
         host::profile_input(
             &self.iface,
             profile_cpus(self.cpus.as_ref(), self.napi_cpu.as_ref()),
-            self.levers.asked(),
+            host::with_irq_pick(self.profile, &self.iface, self.levers.asked())?,
         )
     }
 }

@@ -188,6 +188,9 @@ levers() {
   echo "irq $rxirq=$(cat /proc/irq/$rxirq/smp_affinity_list 2>&1)"
   echo "governor $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>&1 | head -1)"
 }
+# GRO off first (the driver's default is on), so that the reference's "offloads on" has
+# something to change and restore has something to put back; on again at the end.
+ethtool -K "$SRV" gro off 2>/dev/null
 say data levers-before "$(levers | oneline)"
 say data levers-max "$(ethtool -g "$SRV" 2>&1 | awk '/^Pre-set/ {c=1} /^Current/ {c=0} c && /^(RX|TX):/ {printf "%s%s ", $1, $2}')"
 rxsteer tune apply --iface "$SRV" --profile reference --irq-cpu "$VM_TARGET_CPU" --coalesce rx-usecs=50 >/tmp/levers.out 2>&1
@@ -210,6 +213,7 @@ kill -9 $lk; wait $lk 2>/dev/null
 rxsteer restore >/tmp/lk.out 2>&1
 say data levers-crash-restored "$(levers | oneline)"
 say data levers-crash-out "$(oneline </tmp/lk.err) $(oneline </tmp/lk.out)"
+ethtool -K "$SRV" gro on 2>/dev/null
 
 # Busy polling as the server takes it (`serve --busy-poll`): refused in one line before
 # Linux 6.9, serving with it from there.
