@@ -64,6 +64,10 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             ("rps-dissector", "zap"),
             ("cpumap", "http"),
             ("cpumap", "zap"),
+            ("reference", "http"),
+            ("reference", "zap"),
+            ("irq-affinity", "http"),
+            ("irq-affinity", "zap"),
             ("none", "http"),
             ("none", "zap")
         ]
@@ -155,10 +159,11 @@ fn every_mode_and_protocol_is_measured_stored_and_reported_and_nothing_is_left()
             (&"default".into(), &Value::Null),
             "{r}"
         );
-        // tc ingress saw the stack run: on the target in cpumap and RPS mode.
+        // tc ingress saw the stack run: on the target wherever the arm moves receive work.
+        // irq-affinity moves only an interrupt, which the lab's veth has not: untuned there.
         let stack = r["stack_packets_per_s"].as_array().unwrap();
         let on = |c: usize| stack[c].as_f64().unwrap();
-        if r["mode"] != "none" {
+        if r["mode"] != "none" && r["mode"] != "irq-affinity" {
             assert!(on(target) > 100.0, "{r}");
         }
         // The loader's receive of the replies runs on the loader side, not as NET_RX on the
@@ -600,6 +605,8 @@ fn drv_and_skb_mode_side_by_side_on_an_upload() {
             ("busy-poll", "-"),
             ("rps-dissector", "-"),
             ("cpumap-drv", "drv"),
+            ("reference", "-"),
+            ("irq-affinity", "-"),
             ("cpumap-skb", "skb"),
             ("none-nobpf", "-")
         ]
