@@ -129,6 +129,15 @@ impl NicDrops {
         }
     }
 
+    /// The counters that counted a loss, standard ones first: what a sentence names.
+    pub fn nonzero(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.counters
+            .iter()
+            .chain(&self.driver)
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| (k.as_str(), *v))
+    }
+
     /// Lost packets in the interval, by either count.
     pub fn lost(&self) -> u64 {
         self.total().max(self.driver_max())
@@ -142,13 +151,7 @@ impl NicDrops {
         if lost == 0 {
             return None;
         }
-        let named: Vec<String> = self
-            .counters
-            .iter()
-            .chain(&self.driver)
-            .filter(|(_, v)| **v > 0)
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
+        let named: Vec<String> = self.nonzero().map(|(k, v)| format!("{k} {v}")).collect();
         let own = if self.driver.is_empty() {
             " (the driver keeps no loss counter of its own)"
         } else {

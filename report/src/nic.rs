@@ -20,9 +20,7 @@ pub fn drops_said(run: &RunDoc, proto: Proto) -> Option<String> {
         let lost: u64 = lossy.iter().map(|d| d.lost()).sum();
         let mut names: Vec<&str> = lossy
             .iter()
-            .flat_map(|d| d.counters.iter().chain(&d.driver))
-            .filter(|(_, v)| **v > 0)
-            .map(|(k, _)| k.as_str())
+            .flat_map(|d| d.nonzero().map(|(k, _)| k))
             .collect();
         names.sort_unstable();
         names.dedup();

@@ -406,13 +406,7 @@ fn nic_lost(last: Option<&Sample>) -> String {
         None => "NIC drops: not read".into(),
         Some((s, d)) => {
             let lost = d.lost();
-            let which: Vec<&str> = d
-                .counters
-                .iter()
-                .chain(&d.driver)
-                .filter(|(_, v)| **v > 0)
-                .map(|(k, _)| k.as_str())
-                .collect();
+            let which: Vec<&str> = d.nonzero().map(|(k, _)| k).collect();
             match lost {
                 0 => "NIC drops/s: 0".into(),
                 _ => format!(
