@@ -666,8 +666,8 @@ impl Counters {
     /// grow only while run-time statistics are on: see `sampler::StatsSwitch`).
     pub fn program_runs(&self) -> Result<Vec<ProgramRuns>> {
         let mut out = Vec::with_capacity(self.programs.len());
-        for info in aya::programs::loaded_programs() {
-            let info = info.context("listing the kernel's BPF programs")?;
+        for info in kernel_programs() {
+            let info = info?;
             if let Some((_, name)) = self.programs.iter().find(|(id, _)| *id == info.id()) {
                 out.push(ProgramRuns {
                     name: name.clone(),
@@ -731,6 +731,22 @@ fn raw_tp_mut<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut RawTracePoin
     program_of(ebpf, name, "a raw tracepoint program")
 }
 
+/// The kernel's loaded BPF programs. A program freed between the kernel naming its id and
+/// our asking for it (ENOENT) is not loaded and is left out: the kernel frees a cpumap's
+/// `on_cpu` programs asynchronously after a session ends, so a listing taken while one
+/// unloads meets exactly that (a fresh-clone CI run failed on it: its no-BPF arm's check
+/// returned the listing's error instead of waiting).
+fn kernel_programs() -> impl Iterator<Item = Result<aya::programs::ProgramInfo>> {
+    aya::programs::loaded_programs().filter_map(|info| match info {
+        Err(aya::programs::ProgramError::SyscallError(e))
+            if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+        {
+            None
+        }
+        other => Some(other.context("listing the kernel's BPF programs")),
+    })
+}
+
 /// rxsteer's programs loaded in the kernel now, by any process (names as the kernel keeps
 /// them): what the no-BPF arm checks is empty instead of assuming it. The lab's wire
 /// (`lab_unhash`) is not among them: it runs on the loader's side in every arm, the no-BPF
@@ -741,8 +757,8 @@ pub fn loaded_rxsteer_programs() -> Result<Vec<String>> {
         .filter(|n| n != LAB_UNHASH)
         .collect();
     let mut found = Vec::new();
-    for info in aya::programs::loaded_programs() {
-        let info = info.context("listing the kernel's BPF programs")?;
+    for info in kernel_programs() {
+        let info = info?;
         if let Some(name) = info.name_as_str() {
             if ours.iter().any(|o| o == name) {
                 found.push(name.to_string());
