@@ -323,6 +323,11 @@ pub fn drifted(written: &[Change]) -> Vec<String> {
 }
 
 impl TuneGuard {
+    /// The values this session wrote, as it wrote them.
+    pub fn written(&self) -> &[Change] {
+        &self.written
+    }
+
     /// Applies `profile_kind` as this session's layer (see [`session_path`]). The caller holds
     /// the namespace's [`lock`].
     pub fn apply(profile_kind: Mode, input: &ProfileInput) -> Result<(Self, Plan)> {

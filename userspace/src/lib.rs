@@ -14,6 +14,7 @@ pub mod host;
 pub mod iface;
 pub mod lever_args;
 pub mod machine;
+pub mod metrics;
 pub mod netns;
 pub mod observe;
 pub mod ports;

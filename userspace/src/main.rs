@@ -21,9 +21,10 @@ fn main() {
         eprintln!("rxsteer: {e:#}");
         // A flag whose value only the run could judge (--p99 under the unloaded p99): the
         // status of a refused flag.
-        let bad_flag = e
-            .chain()
-            .any(|c| c.is::<rxsteer::commands::compare::BoundBelowUnloaded>());
+        let bad_flag = e.chain().any(|c| {
+            c.is::<rxsteer::commands::compare::BoundBelowUnloaded>()
+                || c.is::<rxsteer::metrics::FlagRefused>()
+        });
         std::process::exit(if bad_flag { 2 } else { 1 });
     }
 }

@@ -15,6 +15,7 @@ use std::{
 };
 
 use crate::{
+    metrics::{BeforeScrape, Endpoint, Metrics},
     ports::{port_list, PortList},
     view,
 };
@@ -73,6 +74,12 @@ pub struct ObserveArgs {
     /// TCP ports counted as ZAP.
     #[arg(long, default_value = "9653", value_parser = port_list)]
     pub zap_ports: PortList,
+    /// Serve these figures as OpenMetrics for Prometheus at ADDR (`GET /metrics`): a bare PORT
+    /// listens on loopback only, HOST:PORT where told. Off by default. Counters per CPU of
+    /// receive packets, NET_RX and kthread time, interrupts, softnet drops, the NIC's drops and
+    /// each BPF program's cost; on attach, whether the steering's values still hold.
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
@@ -207,14 +214,75 @@ impl ObserveArgs {
         })
     }
 
-    /// [`observe`] as these flags ask: their interval, count, interface and output.
-    pub fn show(&self, sampler: Sampler, how: Observed, stop: &Arc<AtomicBool>) -> Result<()> {
+    /// The `--metrics` socket, bound now: before anything is attached, so that a port in use
+    /// is refused with nothing to undo.
+    pub fn open_metrics(&self) -> Result<Option<Endpoint>> {
+        self.metrics.map(Endpoint::bind).transpose()
+    }
+
+    /// [`observe`] as these flags ask: their interval, count, interface and output, and the
+    /// endpoint `exporter` serves while it runs.
+    pub fn show(
+        &self,
+        sampler: Sampler,
+        how: Observed,
+        stop: &Arc<AtomicBool>,
+        exporter: Option<Exporter>,
+    ) -> Result<()> {
+        let metrics = exporter.map(|e| {
+            let metrics = Arc::new(e.metrics);
+            eprintln!(
+                "rxsteer: OpenMetrics for Prometheus at http://{}/metrics",
+                e.endpoint.addr
+            );
+            e.endpoint
+                .serve(Arc::clone(&metrics), Arc::clone(stop), e.before_scrape);
+            metrics
+        });
         let output = Output {
             iface: &self.iface,
             how,
             json: self.json,
         };
-        observe(sampler, self.interval, self.count, &output, stop)
+        observe(sampler, self.interval, self.count, &output, stop, metrics)
+    }
+}
+
+/// What `--metrics` serves: the bound socket, the figures the sampler adds to, and what runs
+/// before each scrape (attach's check that its values still hold).
+pub struct Exporter {
+    endpoint: Endpoint,
+    metrics: Metrics,
+    before_scrape: Option<BeforeScrape>,
+}
+
+impl Exporter {
+    /// The exporter of `endpoint`, naming what is observed: the interface, the observer, the
+    /// steering.
+    pub fn new(endpoint: Endpoint, iface: &str, how: &Observed, steer: &str) -> Self {
+        let what = vec![
+            ("iface".to_string(), iface.to_string()),
+            ("observer".to_string(), how.observer.as_str().to_string()),
+            ("steer".to_string(), steer.to_string()),
+        ];
+        Self {
+            endpoint,
+            metrics: Metrics::new(what),
+            before_scrape: None,
+        }
+    }
+
+    /// With the steering gauges: each scrape reads back the values a session wrote, so
+    /// irqbalance moving the vector or another tool rewriting a mask shows as
+    /// `rxsteer_steering_in_place` falling to 0.
+    pub fn watching(self, written: Vec<rxsteer_tune::apply::Change>) -> Self {
+        Self {
+            metrics: self.metrics.with_steering(),
+            before_scrape: Some(Box::new(move |m| {
+                m.set_drifted(crate::host::drifted(&written).len())
+            })),
+            ..self
+        }
     }
 }
 
@@ -281,9 +349,10 @@ pub fn observe(
     count: Option<u64>,
     output: &Output,
     stop: &Arc<AtomicBool>,
+    metrics: Option<Arc<Metrics>>,
 ) -> Result<()> {
     let (tx, rx) = mpsc::channel();
-    let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx);
+    let sampler_thread = spawn_sampler(sampler, interval, Arc::clone(stop), tx, metrics);
     let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let shown = if output.json {
         print_json(&rx, output.iface, &output.how, count, stop)
@@ -306,6 +375,7 @@ fn spawn_sampler(
     interval: Duration,
     stop: Arc<AtomicBool>,
     tx: mpsc::Sender<Sample>,
+    metrics: Option<Arc<Metrics>>,
 ) -> thread::JoinHandle<Result<()>> {
     thread::spawn(move || {
         let mut next = Instant::now() + interval;
@@ -329,7 +399,11 @@ fn spawn_sampler(
                 continue;
             }
             next += interval;
-            if tx.send(sampler.sample()?).is_err() {
+            let sample = sampler.sample()?;
+            if let Some(m) = &metrics {
+                m.record(&sample);
+            }
+            if tx.send(sample).is_err() {
                 break;
             }
         }

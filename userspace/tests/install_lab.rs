@@ -385,9 +385,17 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
         &lab.server,
         &lab.server_dev,
         &root,
-        &["--steer", "cpumap", "--http-cpus", &target.to_string()],
+        &[
+            "--steer",
+            "cpumap",
+            "--http-cpus",
+            &target.to_string(),
+            "--metrics",
+            "19465",
+        ],
     );
     let unit = std::fs::read_to_string(root.join("etc/systemd/system").join(&unit_name)).unwrap();
+    assert!(unit.contains("--metrics 127.0.0.1:19465"), "{unit}");
     verify(&unit, &unit_name, &root);
     assert!(
         command_of(&unit, "ExecStop", &root).is_none(),
@@ -415,6 +423,14 @@ fn a_cpumap_unit_steers_while_it_runs_and_its_stop_detaches_everything() {
         assert!(t0.elapsed() < Duration::from_secs(15), "{said}");
     }
     assert!(said.contains("steering cpumap (HTTP -> CPUs"), "{said}");
+    // Its endpoint serves while it runs, the steering's values as it wrote them.
+    let (code, metrics) = common::http_get(&lab.server, "127.0.0.1:19465", "/metrics", "*/*");
+    assert_eq!(code, 200, "{metrics}");
+    assert!(
+        metrics.contains("rxsteer_steering_in_place 1")
+            && metrics.contains(&format!("iface=\"{dev}\"")),
+        "{metrics}"
+    );
     std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = err.read_to_string(&mut rest);
@@ -544,6 +560,10 @@ fn install_refuses_a_missing_interface_or_cpu_before_writing_anything() {
         (
             vec!["--iface", "lo", "--steer", "rps", "--http-cpus", "0"],
             "--http-cpus only applies to --steer cpumap",
+        ),
+        (
+            vec!["--iface", "lo", "--steer", "rps", "--metrics", "9464"],
+            "--metrics 127.0.0.1:9464: --steer rps's unit applies a tuning and exits",
         ),
     ] {
         let o = Command::new(RXSTEER)

@@ -27,12 +27,15 @@ const PACKAGES: [(&str, &str); 5] = [
 /// What only the tests need: the ssh-loader test runs its own sshd in a namespace, with keys
 /// it makes (ssh-keygen); CI reads the main job's run.json with jq; the install tests check
 /// their units with systemd-analyze and enable them in an image with systemctl. Not installed
-/// for `run`: a user's machine gets no sshd from rxsteer.
-pub const TEST_PACKAGES: [(&str, &str); 4] = [
+/// for `run`: a user's machine gets no sshd from rxsteer. The metrics test scrapes rxsteer's
+/// endpoint with Debian's own Prometheus server and checks the exposition with its promtool.
+pub const TEST_PACKAGES: [(&str, &str); 6] = [
     ("ssh-keygen", "openssh-client"),
     ("sshd", "openssh-server"),
     ("jq", "jq"),
     ("systemd-analyze", "systemd"),
+    ("prometheus", "prometheus"),
+    ("promtool", "prometheus"),
 ];
 
 pub struct Paths {

@@ -12,7 +12,7 @@ use crate::{
     attach_args::{validate, AttachArgs},
     host::{self, TuneGuard},
     iface,
-    observe::{attach_observer, say_observed, ObserveArgs},
+    observe::{attach_observer, say_observed, Exporter, ObserveArgs},
     privilege,
     signals::stop_on_signals,
 };
@@ -28,6 +28,7 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     crate::observe::check_tc(args.observe.tc)?;
     privilege::require("rxsteer attach", privilege::OBSERVE)?;
     iface::require_up(&o.iface)?;
+    let endpoint = o.open_metrics()?;
     let levers = host::with_irq_pick(args.steer, &o.iface, args.levers.asked())?;
     let input = host::profile_input(&o.iface, args.cpus.profile_cpus(), levers)?;
     // Held to the end of this function: past the revert, so no other session tunes in between.
@@ -79,7 +80,14 @@ pub fn run(args: &AttachArgs) -> Result<()> {
         args.ready_fd,
         &format!("observing {} steer {}", o.iface, args.steer),
     )?;
-    let shown = o.show(sampler, how, &stop);
+    let exporter = endpoint.map(|e| {
+        let x = Exporter::new(e, &o.iface, &how, args.steer.as_str());
+        match &guard {
+            Some(g) => x.watching(g.written().to_vec()),
+            None => x,
+        }
+    });
+    let shown = o.show(sampler, how, &stop, exporter);
     drop(dp);
     if let Some(g) = guard {
         let restored = g.revert()?;

@@ -128,6 +128,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
         Some(intervals.max(1)),
         &output,
         &stop,
+        None,
     );
     stop.store(true, Ordering::SeqCst);
     let exchanges = load.join();

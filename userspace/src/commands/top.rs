@@ -5,7 +5,7 @@ use rxsteer_dataplane::{PortConfig, RX_ACCOUNT};
 
 use crate::{
     iface,
-    observe::{check_tc, observe_only, say_observed, ObserveArgs},
+    observe::{check_tc, observe_only, say_observed, Exporter, ObserveArgs},
     ports::check_disjoint,
     privilege,
     signals::stop_on_signals,
@@ -19,6 +19,7 @@ pub fn run(args: &ObserveArgs) -> Result<()> {
     check_tc(args.tc)?;
     privilege::require("rxsteer top", privilege::OBSERVE)?;
     iface::require_up(&args.iface)?;
+    let endpoint = args.open_metrics()?;
     rxsteer_dataplane::clsact::recover_crashed()?;
     let ports = PortConfig {
         http: args.http_ports.0.clone(),
@@ -28,7 +29,8 @@ pub fn run(args: &ObserveArgs) -> Result<()> {
     // error and on panic (unwinding). XDP uses a bpf_link, so a SIGKILL detaches it too.
     let (dp, how, sampler) = observe_only(args, &ports)?;
     say_observed(&how, &args.iface, RX_ACCOUNT, args.xdp_mode, "none");
-    let shown = args.show(sampler, how, &stop);
+    let exporter = endpoint.map(|e| Exporter::new(e, &args.iface, &how, "none"));
+    let shown = args.show(sampler, how, &stop, exporter);
     drop(dp);
     shown
 }

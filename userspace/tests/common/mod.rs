@@ -298,3 +298,24 @@ pub fn profile_values_in(ns: &Netns, dev: &str) -> Vec<(String, Vec<u8>)> {
         })
         .collect()
 }
+
+/// One HTTP/1.0 GET from inside `ns` (1.0: the reply is never chunked): its status and body.
+pub fn http_get(ns: &Netns, addr: &str, path: &str, accept: &str) -> (u16, String) {
+    let (addr, request) = (
+        addr.parse::<SocketAddr>().unwrap(),
+        format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: {accept}\r\n\r\n"),
+    );
+    ns.spawn(None, move || {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(request.as_bytes())?;
+        let mut reply = String::new();
+        s.read_to_string(&mut reply)?;
+        let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+        let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+        Ok((status, body.to_string()))
+    })
+    .join()
+    .unwrap()
+    .unwrap()
+}

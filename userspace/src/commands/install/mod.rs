@@ -46,6 +46,12 @@ pub struct InstallArgs {
     /// cpumap: the XDP attach mode (default auto: driver mode where the driver has it).
     #[arg(long, value_enum)]
     pub xdp_mode: Option<rxsteer_dataplane::XdpModeChoice>,
+    /// A mode that keeps running (attach): serve its figures as OpenMetrics for Prometheus at
+    /// ADDR (a bare PORT: loopback only). Its counters advance once a minute, with the unit's
+    /// journal line. A tuning's unit runs nothing once applied: watch that with `rxsteer top
+    /// --metrics`.
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Print the unit and the values it would write; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -90,6 +96,7 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
         ("--other-cpus", list(&a.cpus.other_cpus)),
         ("--qsize", a.qsize.map(|q| q.to_string())),
         ("--xdp-mode", a.xdp_mode.map(|m| m.as_str().to_string())),
+        ("--metrics", a.metrics.map(|m| m.to_string())),
     ];
     for (flag, value) in named {
         if let Some(v) = value {
@@ -118,6 +125,16 @@ fn validate(a: &InstallArgs) -> Result<Ask> {
     } else {
         // A tuning takes its CPU flag alone; --qsize and --xdp-mode are for XDP steering.
         a.cpus.check_for(a.steer).map_err(anyhow::Error::msg)?;
+        if let Some(addr) = a.metrics {
+            bail!(
+                "--metrics {addr}: --steer {}'s unit applies a tuning and exits, so nothing would \
+                 serve it; run `rxsteer top --iface {} --metrics {addr}` to watch it, or install \
+                 --steer {}",
+                a.steer,
+                a.iface,
+                modes_where(|s| s.program.is_some())
+            );
+        }
         if let Some((flag, _)) = ask
             .flags
             .iter()

@@ -1,0 +1,580 @@
+//! `--metrics ADDR`: an OpenMetrics endpoint for Prometheus, on `top` and `attach` (and the
+//! unit `install` writes for a long-running mode). Off by default; a bare port listens on
+//! loopback only.
+//!
+//! The sampler thread adds each interval's figures to counters ([`Metrics::record`]): the
+//! endpoint exports what the observer already reads, and reads nothing more of the kernel per
+//! packet. Scrapes are served on the endpoint's own threads ([`Endpoint::serve`]): an accept
+//! thread hands connections to a bounded queue with two workers, each connection with short
+//! read and write timeouts, and the queue's overflow is closed at once. A scraper that never
+//! reads, or a flood of connections, costs those threads and never the sampling or steering.
+use anyhow::{Context, Result};
+use prometheus_client::{
+    encoding::{text::encode, EncodeLabelSet},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, info::Info},
+    registry::{Registry, Unit},
+};
+use rxsteer_records::Sample;
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc, Arc,
+    },
+    thread,
+    time::Duration,
+};
+
+/// A refused flag whose value only the system could judge (a port in use): main exits 2 on it,
+/// as clap does on a value it can judge itself.
+#[derive(Debug)]
+pub struct FlagRefused(pub String);
+
+impl std::fmt::Display for FlagRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FlagRefused {}
+
+/// `--metrics`'s value: `PORT` (loopback), `HOST:PORT` or `[V6]:PORT`.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>()
+        .map_err(|_| format!("{s:?} is not a port (1-65535, on loopback) or an address HOST:PORT"))
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OnCpu {
+    cpu: u32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassOnCpu {
+    cpu: u32,
+    class: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ThreadOnCpu {
+    cpu: u32,
+    thread: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NicCounter {
+    counter: String,
+    /// `interface`: the standard statistics every interface has; `driver`: its ethtool ones.
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OfProgram {
+    program: String,
+}
+
+type Seconds = Counter<f64, AtomicU64>;
+
+/// What runs on the endpoint's thread before each scrape is rendered (attach's read-back of
+/// the values it wrote).
+pub type BeforeScrape = Box<dyn Fn(&Metrics) + Send + Sync>;
+
+/// The exported figures, added to from each sample. Counters count from the start of this
+/// process, as Prometheus expects of a `_total` (its `rate()` handles the restart).
+pub struct Metrics {
+    registry: Registry,
+    samples: Counter,
+    received: Family<ClassOnCpu, Counter>,
+    stack: Family<OnCpu, Counter>,
+    net_rx: Family<OnCpu, Seconds>,
+    kthread: Family<ThreadOnCpu, Seconds>,
+    interrupts: Family<OnCpu, Counter>,
+    softnet_dropped: Family<OnCpu, Counter>,
+    squeezed: Family<OnCpu, Counter>,
+    nic_dropped: Family<NicCounter, Counter>,
+    nic_read: Gauge,
+    program_runs: Family<OfProgram, Counter<f64, AtomicU64>>,
+    program_time: Family<OfProgram, Seconds>,
+    steering_in_place: Gauge,
+    drifted: Gauge,
+}
+
+impl Metrics {
+    /// `what` goes into the `rxsteer_observing` info metric (iface, observer, steer).
+    pub fn new(what: Vec<(String, String)>) -> Self {
+        let mut registry = Registry::default();
+        let mut labels = what;
+        labels.push(("version".into(), env!("CARGO_PKG_VERSION").into()));
+        registry.register(
+            "rxsteer_observing",
+            "What this rxsteer observes and steers",
+            Info::new(labels),
+        );
+        let m = Self {
+            registry,
+            samples: Counter::default(),
+            received: Family::default(),
+            stack: Family::default(),
+            net_rx: Family::default(),
+            kthread: Family::default(),
+            interrupts: Family::default(),
+            softnet_dropped: Family::default(),
+            squeezed: Family::default(),
+            nic_dropped: Family::default(),
+            nic_read: Gauge::default(),
+            program_runs: Family::default(),
+            program_time: Family::default(),
+            steering_in_place: Gauge::default(),
+            drifted: Gauge::default(),
+        };
+        m.register()
+    }
+
+    fn register(mut self) -> Self {
+        let r = &mut self.registry;
+        r.register(
+            "rxsteer_samples",
+            "Sampling intervals taken",
+            self.samples.clone(),
+        );
+        r.register(
+            "rxsteer_receive_packets",
+            "Frames counted where the driver received them, by CPU and traffic class",
+            self.received.clone(),
+        );
+        r.register(
+            "rxsteer_stack_packets",
+            "Packets tc ingress saw, by the CPU the stack processed them on (after RPS or cpumap)",
+            self.stack.clone(),
+        );
+        r.register_with_unit(
+            "rxsteer_net_rx",
+            "NET_RX softirq time, by CPU",
+            Unit::Seconds,
+            self.net_rx.clone(),
+        );
+        r.register_with_unit(
+            "rxsteer_receive_kthread",
+            "Run time of the receive kthreads (cpumap, the interface's threaded NAPI, backlog), by CPU",
+            Unit::Seconds,
+            self.kthread.clone(),
+        );
+        r.register(
+            "rxsteer_interrupts",
+            "Interrupts the observed interface raised, by CPU (/proc/interrupts)",
+            self.interrupts.clone(),
+        );
+        r.register(
+            "rxsteer_softnet_dropped",
+            "Packets dropped on a full backlog queue (softnet_stat), by CPU",
+            self.softnet_dropped.clone(),
+        );
+        r.register(
+            "rxsteer_softnet_time_squeeze",
+            "NET_RX runs that ended with work left (softnet_stat), by CPU",
+            self.squeezed.clone(),
+        );
+        r.register(
+            "rxsteer_nic_dropped_packets",
+            "Packets the interface lost before any CPU saw them, by counter",
+            self.nic_dropped.clone(),
+        );
+        r.register(
+            "rxsteer_nic_drops_readable",
+            "1 where the interface's drop counters could be read, 0 where not (then no \
+             rxsteer_nic_dropped_packets means unknown, not zero)",
+            self.nic_read.clone(),
+        );
+        r.register(
+            "rxsteer_program_runs",
+            "Runs of each of rxsteer's BPF programs (kernel statistics; with --bpf-stats \
+             sampled, scaled from a tenth of each interval)",
+            self.program_runs.clone(),
+        );
+        r.register_with_unit(
+            "rxsteer_program_run",
+            "Run time of each of rxsteer's BPF programs: what observing and steering cost",
+            Unit::Seconds,
+            self.program_time.clone(),
+        );
+        self
+    }
+
+    /// The steering gauges, on a session that tuned: `attach` says whether every value it
+    /// wrote still holds.
+    pub fn with_steering(mut self) -> Self {
+        self.registry.register(
+            "rxsteer_steering_in_place",
+            "1 while every value the steering wrote still holds, 0 once another tool changed one",
+            self.steering_in_place.clone(),
+        );
+        self.registry.register(
+            "rxsteer_steering_drifted_values",
+            "Values the steering wrote that read differently now",
+            self.drifted.clone(),
+        );
+        self
+    }
+
+    /// Sets the steering gauges from the values that drifted (none: in place).
+    pub fn set_drifted(&self, drifted: usize) {
+        self.steering_in_place.set(i64::from(drifted == 0));
+        self.drifted.set(drifted as i64);
+    }
+
+    /// Adds one interval's figures.
+    pub fn record(&self, s: &Sample) {
+        self.samples.inc();
+        for c in &s.cpus {
+            let on = OnCpu { cpu: c.cpu };
+            let k = c.class_packets;
+            for (class, n) in [
+                ("http", k.http),
+                ("zap", k.zap),
+                ("tcp", k.tcp),
+                ("ip", k.ip),
+                ("non_ip", k.non_ip),
+                ("malformed", k.malformed),
+            ] {
+                let labels = ClassOnCpu { cpu: c.cpu, class };
+                self.received.get_or_create(&labels).inc_by(n);
+            }
+            self.stack.get_or_create(&on).inc_by(c.stack_packets);
+            self.net_rx
+                .get_or_create(&on)
+                .inc_by(c.net_rx_ns as f64 / 1e9);
+            for (thread, ns) in [
+                ("cpumap", c.cpumap_kthread_ns),
+                ("napi", c.napi_kthread_ns),
+                ("backlog", c.backlog_kthread_ns),
+            ] {
+                let labels = ThreadOnCpu { cpu: c.cpu, thread };
+                self.kthread.get_or_create(&labels).inc_by(ns as f64 / 1e9);
+            }
+            self.interrupts.get_or_create(&on).inc_by(c.nic_irqs);
+            self.softnet_dropped
+                .get_or_create(&on)
+                .inc_by(c.softnet.dropped);
+            self.squeezed
+                .get_or_create(&on)
+                .inc_by(c.softnet.time_squeeze);
+        }
+        self.nic_read.set(i64::from(s.nic_drops.is_some()));
+        if let Some(d) = &s.nic_drops {
+            for (source, counters) in [("interface", &d.counters), ("driver", &d.driver)] {
+                for (name, n) in counters {
+                    let labels = NicCounter {
+                        counter: name.clone(),
+                        source,
+                    };
+                    self.nic_dropped.get_or_create(&labels).inc_by(*n);
+                }
+            }
+        }
+        if let Some(rxsteer_records::bpf_cost::BpfRuns::Measured(programs)) = &s.bpf {
+            for p in programs {
+                let labels = OfProgram {
+                    program: p.name.clone(),
+                };
+                self.program_runs
+                    .get_or_create(&labels)
+                    .inc_by(p.runs as f64);
+                self.program_time
+                    .get_or_create(&labels)
+                    .inc_by(p.ns as f64 / 1e9);
+            }
+        }
+    }
+
+    /// The exposition, OpenMetrics text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing into a String cannot fail");
+        out
+    }
+}
+
+/// OpenMetrics text as Prometheus's classic text format (0.0.4), for a client that did not ask
+/// for OpenMetrics (curl, promtool, an older scraper): there a counter's family is named with
+/// its `_total`, an info is a gauge named `_info`, and there is no `# UNIT` or `# EOF`. The
+/// samples are the same lines.
+pub fn classic_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest.split_once(' ').unwrap_or((rest, "")));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "info" => (format!("{name}_info"), "gauge"),
+                k => (name.to_string(), k),
+            };
+            if let Some((_, text)) = help.take() {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Connections waiting for a worker; more are closed at once.
+const QUEUE: usize = 8;
+const WORKERS: usize = 2;
+/// How long a connection may take to send its request, or to take the reply.
+const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most a request's head may be.
+const MAX_REQUEST: usize = 8192;
+
+/// The bound listening socket: bound before anything is attached, so a port in use is refused
+/// with nothing to undo.
+pub struct Endpoint {
+    listener: TcpListener,
+    pub addr: SocketAddr,
+}
+
+impl Endpoint {
+    pub fn bind(addr: SocketAddr) -> Result<Self> {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            anyhow::Error::new(FlagRefused(format!(
+                "--metrics {addr}: cannot listen there: {e} (another exporter on that port? \
+                 pick another)"
+            )))
+        })?;
+        let addr = listener.local_addr()?;
+        listener
+            .set_nonblocking(true)
+            .context("making the metrics socket non-blocking")?;
+        Ok(Self { listener, addr })
+    }
+
+    /// Serves `GET /metrics` until `stop`. `before_scrape` runs before each rendering (the
+    /// steering check); it is the endpoint thread's to pay.
+    pub fn serve(
+        self,
+        metrics: Arc<Metrics>,
+        stop: Arc<AtomicBool>,
+        before_scrape: Option<BeforeScrape>,
+    ) -> thread::JoinHandle<()> {
+        let (tx, rx) = mpsc::sync_channel::<TcpStream>(QUEUE);
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let before_scrape = Arc::new(before_scrape);
+        for _ in 0..WORKERS {
+            let (rx, metrics, before) =
+                (Arc::clone(&rx), Arc::clone(&metrics), before_scrape.clone());
+            thread::spawn(move || loop {
+                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok(stream) = next else { return };
+                let _ = answer(stream, &metrics, before.as_ref().as_ref());
+            });
+        }
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match self.listener.accept() {
+                    Ok((stream, _)) => {
+                        // A full queue: this connection is closed (dropped) now.
+                        let _ = tx.try_send(stream);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        })
+    }
+}
+
+/// One request, one reply, then the connection is closed.
+fn answer(
+    mut stream: TcpStream,
+    metrics: &Metrics,
+    before: Option<&BeforeScrape>,
+) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let head = read_head(&mut stream)?;
+    let line = head.lines().next().unwrap_or_default();
+    let mut words = line.split_ascii_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    // Prometheus asks for OpenMetrics in its Accept header; anything else gets the classic
+    // text format, which promtool and curl read.
+    let openmetrics = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("accept:") && l.contains("application/openmetrics-text")
+    });
+    let (status, kind, body) = match (method, path) {
+        ("GET", "/metrics") => {
+            if let Some(check) = before {
+                check(metrics);
+            }
+            let text = metrics.render();
+            if openmetrics {
+                (
+                    "200 OK",
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    text,
+                )
+            } else {
+                (
+                    "200 OK",
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    classic_text(&text),
+                )
+            }
+        }
+        ("GET", _) => ("404 Not Found", "text/plain", "only /metrics here\n".into()),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET /metrics only\n".into(),
+        ),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
+
+/// The request's head, up to the blank line (a body, which GET has none of, is not read).
+fn read_head(stream: &mut TcpStream) -> std::io::Result<String> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 || buf.len() + n > MAX_REQUEST {
+            return Err(std::io::ErrorKind::InvalidData.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rxsteer_records::sample::{CpuSample, NicDrops};
+
+    #[test]
+    fn a_bare_port_is_loopback_and_nonsense_is_refused() {
+        assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
+        assert_eq!(
+            parse_addr("0.0.0.0:9464").unwrap().to_string(),
+            "0.0.0.0:9464"
+        );
+        assert_eq!(parse_addr("[::1]:9464").unwrap().to_string(), "[::1]:9464");
+        for bad in ["", "70000", "localhost", "1.2.3.4"] {
+            let e = parse_addr(bad).unwrap_err();
+            assert!(e.contains("is not a port"), "{bad}: {e}");
+        }
+    }
+
+    fn sample() -> Sample {
+        let mut c = CpuSample {
+            cpu: 1,
+            net_rx_ns: 250_000_000,
+            nic_irqs: 7,
+            stack_packets: 90,
+            ..Default::default()
+        };
+        c.class_packets.http = 100;
+        c.softnet.dropped = 3;
+        Sample {
+            interval_s: 1.0,
+            cpus: vec![CpuSample::default(), c],
+            nic_drops: Some(NicDrops {
+                counters: [("rx_missed_errors".to_string(), 5)].into(),
+                driver: [("rx_no_buffer_count".to_string(), 4)].into(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counters_add_each_interval_under_prometheus_names() {
+        let m = Metrics::new(vec![("iface".into(), "eth0".into())]).with_steering();
+        m.record(&sample());
+        m.record(&sample());
+        m.set_drifted(0);
+        let text = m.render();
+        for line in [
+            "rxsteer_samples_total 2",
+            "rxsteer_receive_packets_total{cpu=\"1\",class=\"http\"} 200",
+            "rxsteer_stack_packets_total{cpu=\"1\"} 180",
+            "rxsteer_net_rx_seconds_total{cpu=\"1\"} 0.5",
+            "rxsteer_interrupts_total{cpu=\"1\"} 14",
+            "rxsteer_softnet_dropped_total{cpu=\"1\"} 6",
+            "rxsteer_nic_dropped_packets_total{counter=\"rx_missed_errors\",source=\"interface\"} 10",
+            "rxsteer_nic_dropped_packets_total{counter=\"rx_no_buffer_count\",source=\"driver\"} 8",
+            "rxsteer_nic_drops_readable 1",
+            "rxsteer_steering_in_place 1",
+            "# TYPE rxsteer_net_rx_seconds counter",
+            "# UNIT rxsteer_net_rx_seconds seconds",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+        assert!(
+            text.contains("rxsteer_observing_info{iface=\"eth0\",version="),
+            "{text}"
+        );
+        m.set_drifted(2);
+        assert!(m
+            .render()
+            .lines()
+            .any(|l| l == "rxsteer_steering_in_place 0"));
+    }
+
+    #[test]
+    fn the_classic_format_names_families_as_their_samples() {
+        let m = Metrics::new(vec![("iface".into(), "eth0".into())]);
+        m.record(&sample());
+        let text = classic_text(&m.render());
+        for line in [
+            "# TYPE rxsteer_net_rx_seconds_total counter",
+            "# HELP rxsteer_net_rx_seconds_total NET_RX softirq time, by CPU.",
+            "rxsteer_net_rx_seconds_total{cpu=\"1\"} 0.25",
+            "# TYPE rxsteer_observing_info gauge",
+            "# TYPE rxsteer_nic_drops_readable gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+        assert!(
+            !text.contains("# UNIT") && !text.contains("# EOF"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unread_interface_says_so_instead_of_zero_drops() {
+        let m = Metrics::new(Vec::new());
+        m.record(&Sample {
+            nic_drops: None,
+            ..sample()
+        });
+        let text = m.render();
+        assert!(text.contains("rxsteer_nic_drops_readable 0"), "{text}");
+        assert!(
+            !text.contains("rxsteer_nic_dropped_packets_total{"),
+            "{text}"
+        );
+    }
+}
