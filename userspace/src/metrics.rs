@@ -88,8 +88,8 @@ pub type BeforeScrape = Box<dyn Fn(&Metrics) + Send + Sync>;
 pub struct Metrics {
     registry: Registry,
     samples: Counter,
-    received: Family<ClassOnCpu, Counter>,
-    stack: Family<OnCpu, Counter>,
+    received: Family<OnCpu, Counter>,
+    stack: Family<ClassOnCpu, Counter>,
     net_rx: Family<OnCpu, Seconds>,
     kthread: Family<ThreadOnCpu, Seconds>,
     interrupts: Family<OnCpu, Counter>,
@@ -143,12 +143,14 @@ impl Metrics {
         );
         r.register(
             "rxsteer_receive_packets",
-            "Frames counted where the driver received them, by CPU and traffic class",
+            "Frames counted where the driver received them, by CPU (the receive tracepoints \
+             count packets in no class: the class is counted where the stack ran)",
             self.received.clone(),
         );
         r.register(
             "rxsteer_stack_packets",
-            "Packets tc ingress saw, by the CPU the stack processed them on (after RPS or cpumap)",
+            "Packets tc ingress saw, by the CPU the stack processed them on (after RPS or \
+             cpumap) and traffic class",
             self.stack.clone(),
         );
         r.register_with_unit(
@@ -231,7 +233,8 @@ impl Metrics {
         self.samples.inc();
         for c in &s.cpus {
             let on = OnCpu { cpu: c.cpu };
-            let k = c.class_packets;
+            self.received.get_or_create(&on).inc_by(c.packets);
+            let k = c.stack_class;
             for (class, n) in [
                 ("http", k.http),
                 ("zap", k.zap),
@@ -241,9 +244,8 @@ impl Metrics {
                 ("malformed", k.malformed),
             ] {
                 let labels = ClassOnCpu { cpu: c.cpu, class };
-                self.received.get_or_create(&labels).inc_by(n);
+                self.stack.get_or_create(&labels).inc_by(n);
             }
-            self.stack.get_or_create(&on).inc_by(c.stack_packets);
             self.net_rx
                 .get_or_create(&on)
                 .inc_by(c.net_rx_ns as f64 / 1e9);
@@ -373,30 +375,51 @@ impl Endpoint {
         let (tx, rx) = mpsc::sync_channel::<TcpStream>(QUEUE);
         let rx = Arc::new(std::sync::Mutex::new(rx));
         let before_scrape = Arc::new(before_scrape);
-        for _ in 0..WORKERS {
+        for i in 0..WORKERS {
             let (rx, metrics, before) =
                 (Arc::clone(&rx), Arc::clone(&metrics), before_scrape.clone());
-            thread::spawn(move || loop {
-                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                let Ok(stream) = next else { return };
-                let _ = answer(stream, &metrics, before.as_ref().as_ref());
-            });
+            thread::Builder::new()
+                .name(format!("{THREAD}-{i}"))
+                .spawn(move || loop {
+                    let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok(stream) = next else { return };
+                    let _ = answer(stream, &metrics, before.as_ref().as_ref());
+                })
+                .expect("starting a metrics worker");
         }
-        thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                match self.listener.accept() {
-                    Ok((stream, _)) => {
+        thread::Builder::new()
+            .name(THREAD.into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    // Woken by a connection, or every 200 ms to see `stop`: an idle endpoint
+                    // costs five wake-ups a second.
+                    if !readable(&self.listener, 200) {
+                        continue;
+                    }
+                    if let Ok((stream, _)) = self.listener.accept() {
                         // A full queue: this connection is closed (dropped) now.
                         let _ = tx.try_send(stream);
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(20)),
                 }
-            }
-        })
+            })
+            .expect("starting the metrics endpoint")
     }
+}
+
+/// The endpoint's threads' name (its workers add `-N`): what a cost measurement finds in
+/// /proc/PID/task.
+pub const THREAD: &str = "rxs-metrics";
+
+/// Whether `listener` has a connection waiting, within `ms`.
+fn readable(listener: &TcpListener, ms: i32) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
 }
 
 /// One request, one reply, then the connection is closed.
@@ -492,10 +515,10 @@ mod tests {
             cpu: 1,
             net_rx_ns: 250_000_000,
             nic_irqs: 7,
-            stack_packets: 90,
+            packets: 100,
             ..Default::default()
         };
-        c.class_packets.http = 100;
+        c.stack_class.http = 90;
         c.softnet.dropped = 3;
         Sample {
             interval_s: 1.0,
@@ -517,8 +540,8 @@ mod tests {
         let text = m.render();
         for line in [
             "rxsteer_samples_total 2",
-            "rxsteer_receive_packets_total{cpu=\"1\",class=\"http\"} 200",
-            "rxsteer_stack_packets_total{cpu=\"1\"} 180",
+            "rxsteer_receive_packets_total{cpu=\"1\"} 200",
+            "rxsteer_stack_packets_total{cpu=\"1\",class=\"http\"} 180",
             "rxsteer_net_rx_seconds_total{cpu=\"1\"} 0.5",
             "rxsteer_interrupts_total{cpu=\"1\"} 14",
             "rxsteer_softnet_dropped_total{cpu=\"1\"} 6",

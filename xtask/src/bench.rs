@@ -99,6 +99,14 @@ pub const ALLOCS: Bench = Bench {
     env: &[],
 };
 
+/// What serving `--metrics` costs: a root test that measures (its figures are the result).
+pub const METRICS: Bench = Bench {
+    name: "metrics-endpoint-cost",
+    package: "rxsteer",
+    bench: "metrics_cost",
+    is_test: true,
+    env: &[("RXSTEER_METRICS_COST_SECS", "30")],
+};
 /// Runs one bench; its stdout (and the JSON it writes) goes into a new results/ folder,
 /// returned.
 pub fn run(paths: &Paths, b: &Bench) -> Result<std::path::PathBuf> {
@@ -113,6 +121,8 @@ pub fn run(paths: &Paths, b: &Bench) -> Result<std::path::PathBuf> {
             "--test",
             b.bench,
             "--",
+            // A measuring test that needs root is ignored in a plain `cargo test`.
+            "--include-ignored",
             "--nocapture",
         ]);
     } else {

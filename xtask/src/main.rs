@@ -95,6 +95,9 @@ enum Which {
     ObserverMatrix,
     /// 60 s at full load on both transports: errors, RSS growth, descriptors.
     Soak,
+    /// What `--metrics` costs the process that serves it: its endpoint's threads idle and
+    /// per scrape, and the whole process with and without it (30-s windows, in the lab; root).
+    Metrics,
     All,
 }
 
@@ -201,6 +204,7 @@ fn bench(paths: &Paths, which: Which) -> Result<()> {
         (Which::Allocs, &bench::ALLOCS),
         (Which::Echo, &bench::ECHO),
         (Which::Workloads, &bench::WORKLOADS),
+        (Which::Metrics, &bench::METRICS),
     ];
     for (w, b) in plain {
         if wants(w) {
