@@ -8,7 +8,7 @@
 //! thread hands connections to a bounded queue with two workers, each connection with short
 //! read and write timeouts, and the queue's overflow is closed at once. A scraper that never
 //! reads, or a flood of connections, costs those threads and never the sampling or steering.
-use anyhow::{Context, Result};
+use anyhow::Result;
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{counter::Counter, family::Family, gauge::Gauge, info::Info},
@@ -18,10 +18,7 @@ use rxsteer_records::Sample;
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
-    sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc, Arc,
-    },
+    sync::{atomic::AtomicU64, mpsc, Arc},
     thread,
     time::Duration,
 };
@@ -358,18 +355,16 @@ impl Endpoint {
             )))
         })?;
         let addr = listener.local_addr()?;
-        listener
-            .set_nonblocking(true)
-            .context("making the metrics socket non-blocking")?;
         Ok(Self { listener, addr })
     }
 
-    /// Serves `GET /metrics` until `stop`. `before_scrape` runs before each rendering (the
-    /// steering check); it is the endpoint thread's to pay.
+    /// Serves `GET /metrics` until the process exits: the accept thread blocks in accept(2),
+    /// so an idle endpoint never wakes (a scrape after sampling ended reads the final
+    /// counters). `before_scrape` runs before each rendering (the steering check); it is the
+    /// endpoint thread's to pay.
     pub fn serve(
         self,
         metrics: Arc<Metrics>,
-        stop: Arc<AtomicBool>,
         before_scrape: Option<BeforeScrape>,
     ) -> thread::JoinHandle<()> {
         let (tx, rx) = mpsc::sync_channel::<TcpStream>(QUEUE);
@@ -390,15 +385,12 @@ impl Endpoint {
         thread::Builder::new()
             .name(THREAD.into())
             .spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    // Woken by a connection, or every 200 ms to see `stop`: an idle endpoint
-                    // costs five wake-ups a second.
-                    if !readable(&self.listener, 200) {
-                        continue;
-                    }
-                    if let Ok((stream, _)) = self.listener.accept() {
+                for stream in self.listener.incoming() {
+                    match stream {
                         // A full queue: this connection is closed (dropped) now.
-                        let _ = tx.try_send(stream);
+                        Ok(stream) => drop(tx.try_send(stream)),
+                        // Out of descriptors, say: wait instead of spinning on the error.
+                        Err(_) => thread::sleep(Duration::from_millis(50)),
                     }
                 }
             })
@@ -410,25 +402,12 @@ impl Endpoint {
 /// /proc/PID/task.
 pub const THREAD: &str = "rxs-metrics";
 
-/// Whether `listener` has a connection waiting, within `ms`.
-fn readable(listener: &TcpListener, ms: i32) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut fd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
-}
-
 /// One request, one reply, then the connection is closed.
 fn answer(
     mut stream: TcpStream,
     metrics: &Metrics,
     before: Option<&BeforeScrape>,
 ) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let head = read_head(&mut stream)?;

@@ -235,8 +235,7 @@ impl ObserveArgs {
                 "rxsteer: OpenMetrics for Prometheus at http://{}/metrics",
                 e.endpoint.addr
             );
-            e.endpoint
-                .serve(Arc::clone(&metrics), Arc::clone(stop), e.before_scrape);
+            e.endpoint.serve(Arc::clone(&metrics), e.before_scrape);
             metrics
         });
         let output = Output {
