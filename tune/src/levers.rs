@@ -22,17 +22,25 @@ pub use crate::setting::{Asked, Ring};
 /// devices, and a scratch name could be a real one.
 const NOT_IN_SCRATCH: &str = "set over the ethtool ioctl: not in a scratch tree";
 
+/// The CPU a mode that moves the interrupt takes when none is named, with the reason: the
+/// pick with nobody known to be busy (a comparison names its own, knowing the server's and
+/// the loader's CPUs). None for a mode that leaves the interrupt where it is. The one place
+/// both the settings and the line that tells the user decide it.
+pub fn unnamed_irq_cpu(tuning: &Tuning, root: &Path, cpus: &[u32]) -> Option<(u32, String)> {
+    if !tuning.irq_move {
+        return None;
+    }
+    let info = crate::topology::read(&under(root, Path::new("/sys")), cpus);
+    irq::pick_cpu(&info, &[])
+}
+
 pub fn settings(tuning: &Tuning, input: &ProfileInput) -> Vec<Setting> {
     let mut out = Vec::new();
-    // A mode that moves the interrupt with no CPU named: the pick with nobody known to be
-    // busy (a comparison names its own, knowing the server's and the loader's CPUs).
-    let irq_cpus = input.levers.irq_cpus.clone().or_else(|| {
-        let info = crate::topology::read(&under(&input.root, Path::new("/sys")), &input.cpus);
-        tuning
-            .irq_move
-            .then(|| irq::pick_cpu(&info, &[]).map(|(c, _)| vec![c]))
-            .flatten()
-    });
+    let irq_cpus = input
+        .levers
+        .irq_cpus
+        .clone()
+        .or_else(|| unnamed_irq_cpu(tuning, &input.root, &input.cpus).map(|(c, _)| vec![c]));
     if let Some(cpus) = &irq_cpus {
         out.extend(interrupt_settings(input, cpus));
     }

@@ -116,11 +116,10 @@ pub fn with_irq_pick(
     iface: &str,
     mut asked: rxsteer_tune::levers::Asked,
 ) -> Result<rxsteer_tune::levers::Asked> {
-    let moves = mode.steering().tuning.is_some_and(|t| t.irq_move);
-    if moves && asked.irq_cpus.is_none() {
+    if let (Some(tuning), None) = (mode.steering().tuning, &asked.irq_cpus) {
         let online = rxsteer_tune::cpus::online_cpus()?;
-        let info = rxsteer_tune::topology::of_this_machine(&online);
-        if let Some((cpu, why)) = rxsteer_tune::irq::pick_cpu(&info, &[]) {
+        let root = std::path::Path::new("/");
+        if let Some((cpu, why)) = rxsteer_tune::levers::unnamed_irq_cpu(&tuning, root, &online) {
             eprintln!(
                 "rxsteer: {mode} moves {iface}'s interrupt to CPU {cpu} (--irq-cpu names \
                  another): {why}"
