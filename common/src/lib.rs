@@ -114,6 +114,54 @@ pub struct SoftirqStats {
     pub ns: [u64; N_SOFTIRQ],
     /// Entry timestamp of the run in progress (0 = none). Kernel-side scratch.
     pub start_ns: [u64; N_SOFTIRQ],
+    /// NET_RX runs by length: bucket `i` counts runs of [2^i, 2^(i+1)) ns (bucket 0 also 0 and
+    /// 1 ns; the last also everything longer). Counted by `softirq_exit`, at every level.
+    pub net_rx_run_log2: [u64; N_LOG2],
+    /// NET_RX's wait from its first raise to the entry of the run that served it, in the same
+    /// buckets, and the waits' sum in ns. Counted only while `softirq_raise` is attached
+    /// (`--observe full`): it runs on every raise of any vector.
+    pub net_rx_wait_log2: [u64; N_LOG2],
+    pub net_rx_wait_ns: u64,
+    /// When NET_RX was first raised and not yet entered (0 = not pending). Kernel-side scratch.
+    pub net_rx_raised_ns: u64,
+}
+
+/// Log2 buckets of a nanosecond histogram: 2^31 ns is 2.1 s, beyond any softirq's wait.
+pub const N_LOG2: usize = 32;
+
+/// The log2 bucket of `ns` (see [`SoftirqStats::net_rx_run_log2`]), without a loop, so that
+/// any verifier takes it.
+#[inline(always)]
+pub fn log2_bucket(ns: u64) -> usize {
+    let (mut v, mut r) = (ns, 0usize);
+    if v >= 1 << 32 {
+        v >>= 32;
+        r += 32;
+    }
+    if v >= 1 << 16 {
+        v >>= 16;
+        r += 16;
+    }
+    if v >= 1 << 8 {
+        v >>= 8;
+        r += 8;
+    }
+    if v >= 1 << 4 {
+        v >>= 4;
+        r += 4;
+    }
+    if v >= 1 << 2 {
+        v >>= 2;
+        r += 2;
+    }
+    if v >= 1 << 1 {
+        r += 1;
+    }
+    if r < N_LOG2 {
+        r
+    } else {
+        N_LOG2 - 1
+    }
 }
 
 impl SoftirqStats {
@@ -121,6 +169,10 @@ impl SoftirqStats {
         count: [0; N_SOFTIRQ],
         ns: [0; N_SOFTIRQ],
         start_ns: [0; N_SOFTIRQ],
+        net_rx_run_log2: [0; N_LOG2],
+        net_rx_wait_log2: [0; N_LOG2],
+        net_rx_wait_ns: 0,
+        net_rx_raised_ns: 0,
     };
 }
 

@@ -27,6 +27,8 @@ pub mod program {
     pub const LAB_UNHASH: &str = "lab_unhash";
     /// Raw tracepoint programs, each attached to the tracepoint of the same name.
     pub const SOFTIRQ_TRACEPOINTS: [&str; 2] = ["softirq_entry", "softirq_exit"];
+    /// NET_RX's raise, for its wait histogram: attached at `--observe full` only.
+    pub const SOFTIRQ_RAISE: &str = "softirq_raise";
     pub const XDP_TRACEPOINTS: [&str; 4] = [
         "xdp_cpumap_kthread",
         "xdp_cpumap_enqueue",
@@ -47,6 +49,7 @@ pub mod program {
             .chain([RPS_BY_SERVICE, LAB_UNHASH])
             .chain(FRAGS)
             .chain(SOFTIRQ_TRACEPOINTS)
+            .chain([SOFTIRQ_RAISE])
             .chain(XDP_TRACEPOINTS)
             .chain(DRIVER_TRACEPOINTS.into_iter().map(|(p, _)| p))
     }

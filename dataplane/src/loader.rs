@@ -28,7 +28,7 @@ pub const EBPF_SOURCES: &str = env!("RXSTEER_EBPF_SOURCES");
 
 pub use rxsteer_common::names::program::{
     DRIVER_TRACEPOINTS, FRAGS_SUFFIX, LAB_UNHASH, ON_CPU, RPS_BY_SERVICE, RX_ACCOUNT,
-    SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS, TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
+    SOFTIRQ_RAISE, SOFTIRQ_TRACEPOINTS, STEER, TC_EGRESS, TC_INGRESS, XDP_PASS, XDP_TRACEPOINTS,
 };
 use rxsteer_common::names::{map, program, program::FRAGS as FRAGS_PROGRAMS};
 
@@ -320,6 +320,7 @@ impl Dataplane {
         let driver = DRIVER_TRACEPOINTS.iter().map(|(p, _)| p);
         for name in SOFTIRQ_TRACEPOINTS
             .iter()
+            .chain(&[SOFTIRQ_RAISE])
             .chain(&XDP_TRACEPOINTS)
             .chain(driver)
         {
@@ -425,6 +426,17 @@ impl Dataplane {
                     anyhow!("this kernel has no usable tracepoint {name} (attach failed: {e})")
                 })?;
         }
+        Ok(())
+    }
+
+    /// NET_RX's wait histogram (raise to entry): the `softirq_raise` tracepoint, which runs on
+    /// every raise of any vector, so only `--observe full` pays for it.
+    pub fn attach_softirq_raise(&mut self) -> Result<()> {
+        raw_tp_mut(&mut self.ebpf, SOFTIRQ_RAISE)?
+            .attach(SOFTIRQ_RAISE)
+            .map_err(|e| {
+                anyhow!("this kernel has no usable tracepoint {SOFTIRQ_RAISE} (attach failed: {e})")
+            })?;
         Ok(())
     }
 

@@ -8,6 +8,7 @@ use rxsteer_common::{
 };
 use rxsteer_records::{
     bpf_cost::{BpfRuns, ProgramRuns},
+    log2::Log2Ns,
     BpfStatsChoice,
 };
 use std::{
@@ -434,6 +435,9 @@ fn cpu_delta(prev: &Snapshot, now: &Snapshot, cpu: u32, k: KthreadNs) -> CpuSamp
         vlan: r1.vlan.saturating_sub(r0.vlan),
         net_rx_ns: softirq_ns[SOFTIRQ_NET_RX],
         net_rx_runs: softirq_runs[SOFTIRQ_NET_RX],
+        net_rx_run_log2: Log2Ns::delta(&s1.net_rx_run_log2, &s0.net_rx_run_log2),
+        net_rx_wait_log2: Log2Ns::delta(&s1.net_rx_wait_log2, &s0.net_rx_wait_log2),
+        net_rx_wait_ns: s1.net_rx_wait_ns.saturating_sub(s0.net_rx_wait_ns),
         net_tx_ns: softirq_ns[SOFTIRQ_NET_TX],
         net_tx_runs: softirq_runs[SOFTIRQ_NET_TX],
         softirq_ns,

@@ -93,3 +93,48 @@ fn softirq_runs_and_time_are_per_vector() {
     assert_eq!(s.count[SOFTIRQ_NET_TX], 0);
     assert_eq!(s.count.iter().sum::<u64>(), 3);
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs and runs them with BPF_PROG_TEST_RUN"]
+fn net_rx_runs_and_waits_land_in_log2_buckets() {
+    let mut dp = Dataplane::load(&PortConfig::default()).unwrap();
+    let cpu = last_cpu();
+    // Raised twice before it ran: one wait, from the first raise. A raise of another vector
+    // and a NET_RX entry with no raise seen (attached mid-run) time no wait.
+    run(&mut dp, "softirq_raise", cpu, &[SOFTIRQ_NET_TX as u64]);
+    run(&mut dp, "softirq_raise", cpu, &[SOFTIRQ_NET_RX as u64]);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    run(&mut dp, "softirq_raise", cpu, &[SOFTIRQ_NET_RX as u64]);
+    run(&mut dp, "softirq_entry", cpu, &[SOFTIRQ_NET_RX as u64]);
+    run(&mut dp, "softirq_exit", cpu, &[SOFTIRQ_NET_RX as u64]);
+    run(&mut dp, "softirq_entry", cpu, &[SOFTIRQ_NET_RX as u64]);
+    run(&mut dp, "softirq_exit", cpu, &[SOFTIRQ_NET_RX as u64]);
+    // NET_TX's runs are in no NET_RX histogram.
+    run(&mut dp, "softirq_entry", cpu, &[SOFTIRQ_NET_TX as u64]);
+    run(&mut dp, "softirq_exit", cpu, &[SOFTIRQ_NET_TX as u64]);
+    let all = dp.take_counters().unwrap().softirq().unwrap();
+    let s = &all[cpu as usize];
+    assert_eq!(
+        s.net_rx_run_log2.iter().sum::<u64>(),
+        2,
+        "{:?}",
+        s.net_rx_run_log2
+    );
+    assert_eq!(
+        s.net_rx_wait_log2.iter().sum::<u64>(),
+        1,
+        "{:?}",
+        s.net_rx_wait_log2
+    );
+    // At least the 2 ms slept between the first raise and the entry: bucket 20 ([1, 2) ms
+    // starts at 2^20 ns) or above.
+    let bucket = s.net_rx_wait_log2.iter().position(|&n| n == 1).unwrap();
+    assert!(bucket >= 20, "the wait landed in bucket {bucket}");
+    assert!(s.net_rx_wait_ns >= 2_000_000, "{}", s.net_rx_wait_ns);
+    assert_eq!(s.net_rx_raised_ns, 0, "served: not pending");
+    assert_eq!(
+        rxsteer_common::log2_bucket(s.net_rx_wait_ns),
+        bucket,
+        "the one wait's sum is in its bucket"
+    );
+}

@@ -9,6 +9,7 @@ pub mod derived;
 pub mod levers;
 pub mod live;
 pub mod load;
+pub mod log2;
 pub mod names;
 pub mod reps;
 pub mod run;

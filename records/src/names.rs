@@ -334,6 +334,12 @@ impl ObserveLevel {
         self == ObserveLevel::Full
     }
 
+    /// Whether NET_RX's wait from raise to run is timed (`softirq_raise`, which runs on
+    /// every raise of any vector); its run-time histogram is kept at every level.
+    pub fn times_net_rx_waits(self) -> bool {
+        self == ObserveLevel::Full
+    }
+
     /// The level of a record from before levels existed: everything was watched.
     pub fn of_record(stored: Option<ObserveLevel>) -> ObserveLevel {
         stored.unwrap_or(ObserveLevel::Full)

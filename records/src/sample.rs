@@ -206,6 +206,16 @@ pub struct CpuSample {
     pub vlan: u64,
     pub net_rx_ns: u64,
     pub net_rx_runs: u64,
+    /// NET_RX's runs by length (log2 ns buckets), at every observe level. Empty in lines
+    /// from before it was counted.
+    #[serde(skip_serializing_if = "crate::log2::Log2Ns::is_empty")]
+    pub net_rx_run_log2: crate::log2::Log2Ns,
+    /// NET_RX's waits from its first raise to the run that served it, and their sum: only at
+    /// `--observe full` (the line's `level` says; below it these are absent, not zero).
+    #[serde(skip_serializing_if = "crate::log2::Log2Ns::is_empty")]
+    pub net_rx_wait_log2: crate::log2::Log2Ns,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub net_rx_wait_ns: u64,
     pub net_tx_ns: u64,
     pub net_tx_runs: u64,
     /// Every softirq vector, in kernel order (HI, TIMER, NET_TX, NET_RX, ...).
@@ -402,6 +412,10 @@ impl SampleLine {
             sample,
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -10,15 +10,18 @@
 //! reads, or a flood of connections, costs those threads and never the sampling or steering.
 use anyhow::Result;
 use prometheus_client::{
-    encoding::{text::encode, EncodeLabelSet},
-    metrics::{counter::Counter, family::Family, gauge::Gauge, info::Info},
+    encoding::{text::encode, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet},
+    metrics::{
+        counter::Counter, family::Family, gauge::Gauge, info::Info, MetricType, TypedMetric,
+    },
     registry::{Registry, Unit},
 };
-use rxsteer_records::Sample;
+use rxsteer_common::N_LOG2;
+use rxsteer_records::{log2::Log2Ns, Sample};
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
-    sync::{atomic::AtomicU64, mpsc, Arc},
+    sync::{atomic::AtomicU64, mpsc, Arc, Mutex},
     thread,
     time::Duration,
 };
@@ -76,6 +79,47 @@ struct OfProgram {
 
 type Seconds = Counter<f64, AtomicU64>;
 
+/// A histogram as the kernel counts it, in log2 ns buckets added per interval, exposed in
+/// seconds: buckets up to 1.024 us merged into the first, the kernel's last (2.1 s and more)
+/// as `+Inf`.
+#[derive(Debug, Default)]
+struct Log2Seconds(Mutex<(Log2Ns, u64)>);
+
+/// The kernel bucket whose upper edge is the exposition's first bound (2^10 ns).
+const FIRST_BUCKET: usize = 9;
+
+impl Log2Seconds {
+    fn add(&self, h: &Log2Ns, sum_ns: u64) {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.0.add(h);
+        held.1 += sum_ns;
+    }
+}
+
+impl TypedMetric for Log2Seconds {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Log2Seconds {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (h, sum_ns) = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let at = |i: usize| h.0.get(i).copied().unwrap_or(0);
+        let mut buckets = vec![(
+            Log2Ns::upper_ns(FIRST_BUCKET) as f64 / 1e9,
+            (0..=FIRST_BUCKET).map(at).sum(),
+        )];
+        for i in FIRST_BUCKET + 1..N_LOG2 - 1 {
+            buckets.push((Log2Ns::upper_ns(i) as f64 / 1e9, at(i)));
+        }
+        buckets.push((f64::INFINITY, at(N_LOG2 - 1)));
+        encoder.encode_histogram::<NoLabelSet>(sum_ns as f64 / 1e9, h.count(), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
 /// What runs on the endpoint's thread before each scrape is rendered (attach's read-back of
 /// the values it wrote).
 pub type BeforeScrape = Box<dyn Fn(&Metrics) + Send + Sync>;
@@ -88,6 +132,10 @@ pub struct Metrics {
     received: Family<OnCpu, Counter>,
     stack: Family<ClassOnCpu, Counter>,
     net_rx: Family<OnCpu, Seconds>,
+    net_rx_run: Family<OnCpu, Log2Seconds>,
+    /// Only where the observer times NET_RX's waits (`--observe full`): absent, not empty,
+    /// below it.
+    net_rx_wait: Option<Family<OnCpu, Log2Seconds>>,
     kthread: Family<ThreadOnCpu, Seconds>,
     interrupts: Family<OnCpu, Counter>,
     softnet_dropped: Family<OnCpu, Counter>,
@@ -101,8 +149,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// `what` goes into the `rxsteer_observing` info metric (iface, observer, steer).
-    pub fn new(what: Vec<(String, String)>) -> Self {
+    /// `what` goes into the `rxsteer_observing` info metric (iface, observer, steer);
+    /// `waits`: whether NET_RX's waits are timed (their histogram is exported).
+    pub fn new(what: Vec<(String, String)>, waits: bool) -> Self {
         let mut registry = Registry::default();
         let mut labels = what;
         labels.push(("version".into(), env!("CARGO_PKG_VERSION").into()));
@@ -117,6 +166,8 @@ impl Metrics {
             received: Family::default(),
             stack: Family::default(),
             net_rx: Family::default(),
+            net_rx_run: Family::default(),
+            net_rx_wait: waits.then(Family::default),
             kthread: Family::default(),
             interrupts: Family::default(),
             softnet_dropped: Family::default(),
@@ -156,6 +207,21 @@ impl Metrics {
             Unit::Seconds,
             self.net_rx.clone(),
         );
+        r.register_with_unit(
+            "rxsteer_net_rx_run",
+            "NET_RX softirq runs by length, by CPU (the kernel's log2 buckets)",
+            Unit::Seconds,
+            self.net_rx_run.clone(),
+        );
+        if let Some(wait) = &self.net_rx_wait {
+            r.register_with_unit(
+                "rxsteer_net_rx_wait",
+                "NET_RX's wait from its first raise to the run that served it, by CPU (the \
+                 kernel's log2 buckets; --observe full)",
+                Unit::Seconds,
+                wait.clone(),
+            );
+        }
         r.register_with_unit(
             "rxsteer_receive_kthread",
             "Run time of the receive kthreads (cpumap, the interface's threaded NAPI, backlog), by CPU",
@@ -246,6 +312,13 @@ impl Metrics {
             self.net_rx
                 .get_or_create(&on)
                 .inc_by(c.net_rx_ns as f64 / 1e9);
+            self.net_rx_run
+                .get_or_create(&on)
+                .add(&c.net_rx_run_log2, c.net_rx_ns);
+            if let Some(wait) = &self.net_rx_wait {
+                wait.get_or_create(&on)
+                    .add(&c.net_rx_wait_log2, c.net_rx_wait_ns);
+            }
             for (thread, ns) in [
                 ("cpumap", c.cpumap_kthread_ns),
                 ("napi", c.napi_kthread_ns),
@@ -498,6 +571,10 @@ mod tests {
             ..Default::default()
         };
         c.stack_class.http = 90;
+        // 4 runs of [1, 2) us, 1 of [16, 32) us; 2 waits of [64, 128) us.
+        c.net_rx_run_log2 = Log2Ns(vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1]);
+        c.net_rx_wait_log2 = Log2Ns(vec![0; 16].into_iter().chain([2]).collect());
+        c.net_rx_wait_ns = 200_000;
         c.softnet.dropped = 3;
         Sample {
             interval_s: 1.0,
@@ -512,7 +589,7 @@ mod tests {
 
     #[test]
     fn counters_add_each_interval_under_prometheus_names() {
-        let m = Metrics::new(vec![("iface".into(), "eth0".into())]).with_steering();
+        let m = Metrics::new(vec![("iface".into(), "eth0".into())], true).with_steering();
         m.record(&sample());
         m.record(&sample());
         m.set_drifted(0);
@@ -528,6 +605,15 @@ mod tests {
             "rxsteer_nic_dropped_packets_total{counter=\"rx_no_buffer_count\",source=\"driver\"} 8",
             "rxsteer_nic_drops_readable 1",
             "rxsteer_steering_in_place 1",
+            "# TYPE rxsteer_net_rx_run_seconds histogram",
+            "rxsteer_net_rx_run_seconds_count{cpu=\"1\"} 10",
+            "rxsteer_net_rx_run_seconds_sum{cpu=\"1\"} 0.5",
+            "rxsteer_net_rx_run_seconds_bucket{le=\"0.000001024\",cpu=\"1\"} 0",
+            "rxsteer_net_rx_run_seconds_bucket{le=\"0.000002048\",cpu=\"1\"} 8",
+            "rxsteer_net_rx_run_seconds_bucket{le=\"0.000032768\",cpu=\"1\"} 10",
+            "rxsteer_net_rx_run_seconds_bucket{le=\"+Inf\",cpu=\"1\"} 10",
+            "rxsteer_net_rx_wait_seconds_count{cpu=\"1\"} 4",
+            "rxsteer_net_rx_wait_seconds_bucket{le=\"0.000131072\",cpu=\"1\"} 4",
             "# TYPE rxsteer_net_rx_seconds counter",
             "# UNIT rxsteer_net_rx_seconds seconds",
             "# EOF",
@@ -547,7 +633,7 @@ mod tests {
 
     #[test]
     fn the_classic_format_names_families_as_their_samples() {
-        let m = Metrics::new(vec![("iface".into(), "eth0".into())]);
+        let m = Metrics::new(vec![("iface".into(), "eth0".into())], false);
         m.record(&sample());
         let text = classic_text(&m.render());
         for line in [
@@ -567,7 +653,7 @@ mod tests {
 
     #[test]
     fn an_unread_interface_says_so_instead_of_zero_drops() {
-        let m = Metrics::new(Vec::new());
+        let m = Metrics::new(Vec::new(), false);
         m.record(&Sample {
             nic_drops: None,
             ..sample()
@@ -577,6 +663,10 @@ mod tests {
         assert!(
             !text.contains("rxsteer_nic_dropped_packets_total{"),
             "{text}"
+        );
+        assert!(
+            !text.contains("rxsteer_net_rx_wait"),
+            "no waits timed, none shown: {text}"
         );
     }
 }

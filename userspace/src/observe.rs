@@ -266,7 +266,7 @@ impl Exporter {
         ];
         Self {
             endpoint,
-            metrics: Metrics::new(what),
+            metrics: Metrics::new(what, how.level.times_net_rx_waits()),
             before_scrape: None,
         }
     }
@@ -298,6 +298,9 @@ pub fn observe_only(
     }
     let mut dp = Dataplane::load(ports)?;
     dp.attach_tracepoints()?;
+    if args.observe.times_net_rx_waits() {
+        dp.attach_softirq_raise()?;
+    }
     let frags = use_frags(&dp, args.xdp_frags)?;
     let (observer, xdp_mode) =
         attach_observer(&mut dp, &args.iface, args.observer, args.xdp_mode, frags)?;

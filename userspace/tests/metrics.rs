@@ -177,11 +177,12 @@ fn prometheus_scrapes_the_per_cpu_counters_where_the_receive_ran() {
     let lab = lab('p');
     let sender = *online_cpus().last().unwrap();
     let server = prometheus(&lab.server);
-    // attach --steer rps: the steering gauges too (top has none).
+    // attach --steer rps: the steering gauges too (top has none); --observe full: NET_RX's
+    // wait histogram too.
     let (mut top, mut err) = observing(
         &lab.server,
         &lab.server_dev,
-        &["attach", "--steer", "rps"],
+        &["attach", "--steer", "rps", "--observe", "full"],
         "60",
     );
     // The exposition as curl and promtool get it (classic text), and as Prometheus asks.
@@ -257,6 +258,18 @@ fn prometheus_scrapes_the_per_cpu_counters_where_the_receive_ran() {
             s.metric["cpu"] == sender.to_string() && s.value.1.parse::<f64>().unwrap() > 0.0
         })
     });
+    // The kernel's histograms: NET_RX's runs and (at --observe full) its waits, counted on
+    // the CPU that received.
+    for histogram in [
+        "rxsteer_net_rx_run_seconds_count",
+        "rxsteer_net_rx_wait_seconds_count",
+    ] {
+        eventually(&lab.server, histogram, |r| {
+            r.iter().any(|s| {
+                s.metric["cpu"] == sender.to_string() && s.value.1.parse::<f64>().unwrap() > 0.0
+            })
+        });
+    }
     eventually(&lab.server, "rxsteer_program_run_seconds_total", |r| {
         r.iter().any(|s| s.value.1.parse::<f64>().unwrap() > 0.0)
     });

@@ -226,6 +226,23 @@ fn each_observe_level_runs_its_programs_and_says_what_it_lacks() {
             "{level}: {runs:?}"
         );
         assert_eq!(ran(&runs, "tc_egress") > 0, egress, "{level}: {runs:?}");
+        // NET_RX's runs by length at every level, one bucket count per run; its waits timed
+        // (softirq_raise) only at full, and absent below it.
+        let sum = |field: &str| -> u64 {
+            lines
+                .iter()
+                .flat_map(|l| l["cpus"].as_array().unwrap())
+                .map(|c| match &c[field] {
+                    Value::Array(b) => b.iter().map(|n| n.as_u64().unwrap()).sum(),
+                    n => n.as_u64().unwrap_or(0),
+                })
+                .sum()
+        };
+        assert!(sum("net_rx_runs") > 0, "{level}");
+        assert_eq!(sum("net_rx_run_log2"), sum("net_rx_runs"), "{level}");
+        let full = level == "full";
+        assert_eq!(ran(&runs, "softirq_raise") > 0, full, "{level}: {runs:?}");
+        assert_eq!(sum("net_rx_wait_log2") > 0, full, "{level}");
         match lacks {
             Some(what) => assert!(
                 said.contains(&format!("--observe {level}: not counting {what}")),

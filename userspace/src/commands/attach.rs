@@ -45,6 +45,9 @@ pub fn run(args: &AttachArgs) -> Result<()> {
     let (mut dp, steer_mode, frags) = load_dataplane(args, &ports, &sets)?;
     if let Some(dp) = dp.as_mut() {
         dp.attach_tracepoints()?;
+        if o.observe.times_net_rx_waits() {
+            dp.attach_softirq_raise()?;
+        }
     }
     // Tuning first (it clears RPS before cpumap steering starts), XDP second; if the attach
     // fails, the guard's drop reverts the tuning.
