@@ -107,3 +107,26 @@ mod tests {
         }
     }
 }
+
+/// NET_RX's distributions over a load's measured window, per CPU: what a run.json row keeps
+/// (the samples' histograms added up).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRxLog2 {
+    /// NET_RX's runs by length, by CPU id.
+    pub run: std::collections::BTreeMap<u32, Log2Ns>,
+    /// Its waits from first raise to run, by CPU id; None where they were not timed (below
+    /// `--observe full`), so absent, not zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<std::collections::BTreeMap<u32, Log2Ns>>,
+}
+
+impl NetRxLog2 {
+    /// The CPU whose NET_RX ran most often: the receive core the tail is asked about.
+    pub fn busiest(&self) -> Option<u32> {
+        self.run
+            .iter()
+            .max_by_key(|(cpu, h)| (h.count(), std::cmp::Reverse(**cpu)))
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(cpu, _)| *cpu)
+    }
+}

@@ -323,6 +323,10 @@ pub struct Row {
     /// before it was read, and where the interface could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic_drops: Option<crate::sample::NicDrops>,
+    /// NET_RX's runs by length and (at `--observe full`) its waits, per CPU, over the measured
+    /// window. Absent from runs before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_log2: Option<crate::log2::NetRxLog2>,
     /// The one queue's levers as they read at the end of the load, the arm in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levers: Option<crate::levers::LeversRead>,

@@ -15,6 +15,7 @@ pub mod recommend;
 pub mod stats;
 mod svg;
 mod table;
+mod tail;
 
 pub use markdown::{render, summary};
 

@@ -193,6 +193,7 @@ pub fn render(run: &RunDoc) -> Result<String> {
     }
     xdp_section(&mut o, &run.runs)?;
     crate::nic::levers_section(&mut o, run)?;
+    crate::tail::section(&mut o, run)?;
     observer_section(&mut o, run, &arms, &protos)?;
     if searched {
         writeln!(

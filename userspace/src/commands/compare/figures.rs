@@ -137,6 +137,30 @@ pub fn cpu_figures(tagged: &[Tagged]) -> CpuFigures {
 }
 
 /// One row of run.json.
+/// NET_RX's histograms over the measured samples, per CPU; the waits only where the level
+/// timed them. None with no measured sample.
+fn net_rx_log2(
+    tagged: &[Tagged],
+    observe: Option<rxsteer_records::ObserveLevel>,
+) -> Option<rxsteer_records::log2::NetRxLog2> {
+    let timed = rxsteer_records::ObserveLevel::of_record(observe).times_net_rx_waits();
+    let mut out = rxsteer_records::log2::NetRxLog2 {
+        run: Default::default(),
+        wait: timed.then(Default::default),
+    };
+    let mut any = false;
+    for t in tagged.iter().filter(|t| t.phase == Phase::Measure) {
+        any = true;
+        for c in &t.line.sample.cpus {
+            out.run.entry(c.cpu).or_default().add(&c.net_rx_run_log2);
+            if let Some(wait) = out.wait.as_mut() {
+                wait.entry(c.cpu).or_default().add(&c.net_rx_wait_log2);
+            }
+        }
+    }
+    any.then_some(out)
+}
+
 pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: &[Tagged]) -> Row {
     let f = cpu_figures(tagged);
     // How attach ran, from its first sample line: XDP mode, frags, tc.
@@ -232,6 +256,7 @@ pub fn row(rep: u32, arm: Arm, proto: Proto, load: Option<&LoadResult>, tagged: 
         cpumap_drops: f.cpumap_drops,
         softnet_dropped: f.softnet_dropped,
         nic_drops: f.nic_drops,
+        net_rx_log2: net_rx_log2(tagged, observe),
         // Read by the caller, which knows where the interface is.
         levers: None,
         steer_fallback: f.steer_fallback,
