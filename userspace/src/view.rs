@@ -319,10 +319,10 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str
         Some(w) => {
             let [maps, table] =
                 Layout::horizontal([Constraint::Min(0), Constraint::Length(w)]).areas(body);
-            draw_heatmaps(f, maps, history, kinds);
+            draw_heatmaps(f, maps, history, kinds, Some(how));
             draw_table(f, table, history.back(), how);
         }
-        None => draw_heatmaps(f, body, history, kinds),
+        None => draw_heatmaps(f, body, history, kinds, Some(how)),
     }
 }
 
@@ -337,15 +337,24 @@ pub fn table_width(width: u16) -> Option<u16> {
     (width >= TABLE_WIDTH + MIN_MAPS_WIDTH).then_some(TABLE_WIDTH)
 }
 
-/// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`.
-pub fn draw_heatmaps(f: &mut Frame, area: Rect, history: &VecDeque<Sample>, kinds: &CpuKinds) {
+/// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`; with
+/// `how` known, NET_RX's bottom border gives its p99 run and wait ([`net_rx_tail`]).
+pub fn draw_heatmaps(
+    f: &mut Frame,
+    area: Rect,
+    history: &VecDeque<Sample>,
+    kinds: &CpuKinds,
+    how: Option<&Observed>,
+) {
     let areas = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(area);
     let max_pps = history
         .iter()
         .flat_map(|s| s.cpus.iter().map(move |c| c.packets as f64 / s.interval_s))
         .fold(0.0, f64::max);
-    for (map, area) in HEATMAPS.iter().zip(areas.iter()) {
-        draw_heatmap(f, *area, map, history, kinds, max_pps);
+    let tail = how.and_then(|how| net_rx_tail(history.back(), how));
+    for (i, (map, area)) in HEATMAPS.iter().zip(areas.iter()).enumerate() {
+        let footer = tail.as_deref().filter(|_| i == 0);
+        draw_heatmap(f, *area, map, history, kinds, max_pps, footer);
     }
 }
 
@@ -356,8 +365,12 @@ fn draw_heatmap(
     history: &VecDeque<Sample>,
     kinds: &CpuKinds,
     max_pps: f64,
+    footer: Option<&str>,
 ) {
-    let block = Block::bordered().title(map.title);
+    let mut block = Block::bordered().title(map.title);
+    if let Some(footer) = footer {
+        block = block.title_bottom(Line::from(format!(" {footer} ")));
+    }
     let inner = block.inner(area);
     let Some(last) = history.back() else {
         f.render_widget(block, area);
@@ -417,6 +430,32 @@ fn nic_lost(last: Option<&Sample>) -> String {
             }
         }
     }
+}
+
+/// NET_RX's p99 run length and wait on the CPU whose NET_RX ran most in the last interval,
+/// for the table's bottom border: why the tail is long, in one line. The wait says "not
+/// timed" below `--observe full`; nothing at all before any NET_RX ran.
+fn net_rx_tail(last: Option<&Sample>, how: &Observed) -> Option<String> {
+    let c = last?
+        .cpus
+        .iter()
+        .filter(|c| c.net_rx_run_log2.count() > 0)
+        .max_by_key(|c| c.net_rx_run_log2.count())?;
+    let p99 = |h: &rxsteer_records::log2::Log2Ns| {
+        h.quantile_ns(0.99).map_or("-".into(), |ns| {
+            format!("< {}", rxsteer_records::search::ms(ns.div_ceil(1000)))
+        })
+    };
+    let wait = if how.level.times_net_rx_waits() {
+        p99(&c.net_rx_wait_log2)
+    } else {
+        "not timed".into()
+    };
+    Some(format!(
+        "p99 on cpu{}: run {}, wait {wait}",
+        c.cpu,
+        p99(&c.net_rx_run_log2)
+    ))
 }
 
 /// Black through red to yellow as `v` goes from 0 to 1.
@@ -538,6 +577,11 @@ mod tests {
             counters: [("rx_missed_errors".to_string(), 1500)].into(),
             driver: Default::default(),
         });
+        // CPU 1's NET_RX ran most: 100 runs under 4 us and waits of [64, 128) us.
+        use rxsteer_records::log2::Log2Ns;
+        lossy.cpus[1].net_rx_run_log2 = Log2Ns([vec![0; 11], vec![100]].concat());
+        lossy.cpus[1].net_rx_wait_log2 = Log2Ns([vec![0; 16], vec![5]].concat());
+        lossy.cpus[0].net_rx_run_log2 = Log2Ns(vec![3]);
         let history = VecDeque::from([s.clone(), s]);
         let mut t = Terminal::new(TestBackend::new(140, 30)).unwrap();
         t.draw(|f| draw(f, &history, &CpuKinds::default(), "veth0", &skb_xdp()))
@@ -564,6 +608,11 @@ mod tests {
             said.contains("NIC drops/s: 1.5k (rx_missed_errors)"),
             "{said}"
         );
+        assert!(
+            said.contains("p99 on cpu1: run < 5 us, wait < 132 us"),
+            "{said}"
+        );
+        assert!(!text.contains("p99 on cpu"), "nothing before NET_RX ran");
         assert!(text.contains("rxsteer top  veth0  observer xdp, XDP skb (generic)"));
         assert!(
             text.contains("after the RX core has built each packet's skb"),

@@ -238,7 +238,8 @@ fn draw(f: &mut Frame, shown: &Shown) {
     }
     let [maps, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    view::draw_heatmaps(f, maps, history, kinds);
+    // Each arm observes at its own level; the screen does not know it, so no NET_RX line.
+    view::draw_heatmaps(f, maps, history, kinds, None);
     let [rps, p99, looks, table] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(6),
