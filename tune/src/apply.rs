@@ -115,7 +115,7 @@ pub fn apply(
     let mut state = StateFile::load(state_path)
         .map_err(state_err)?
         .unwrap_or(fresh.clone());
-    let plan = show(settings, Some(&state))?;
+    let mut plan = show(settings, Some(&state))?;
     if dry_run {
         return Ok(plan);
     }
@@ -137,25 +137,44 @@ pub fn apply(
         state.profile = fresh.profile.clone();
         state.save(state_path).map_err(state_err)?;
     }
-    let mut written: Vec<&Change> = Vec::new();
-    for c in plan.writes() {
-        if let Err(error) = c.knob.write(&c.path, &c.target) {
-            // Put back what this apply changed, newest first, then say which key failed.
-            let reverted = written.len();
-            for w in written.iter().rev() {
-                let _ = w.knob.write(&w.path, &w.current);
-            }
-            return Err(TuneError::Write {
-                name: c.name.clone(),
-                path: c.path.clone(),
-                value: c.target.clone(),
-                error,
-                reverted,
-            });
+    let mut written: Vec<usize> = Vec::new();
+    for i in 0..plan.changes.len() {
+        let c = &plan.changes[i];
+        if !c.needs_write() {
+            continue;
         }
-        written.push(c);
+        match c.knob.write(&c.path, &c.target) {
+            Ok(()) => written.push(i),
+            // A NIC lever the driver reads but will not take (virtio-net's coalescing without
+            // the notification feature): skipped with its reason, and the run goes on.
+            Err(error) if refused_by_driver(c.knob, &error) => {
+                plan.changes[i].skipped = Some(format!(
+                    "the driver refused the write ({error}): not applicable here"
+                ));
+            }
+            Err(error) => {
+                // Put back what this apply changed, newest first, then say which key failed.
+                for w in written.iter().rev().map(|&w| &plan.changes[w]) {
+                    let _ = w.knob.write(&w.path, &w.current);
+                }
+                return Err(TuneError::Write {
+                    name: c.name.clone(),
+                    path: c.path.clone(),
+                    value: c.target.clone(),
+                    error,
+                    reverted: written.len(),
+                });
+            }
+        }
     }
     Ok(plan)
+}
+
+/// Whether a failed write is a NIC lever the driver does not support (EOPNOTSUPP): a place's
+/// limit, said and skipped, not a failure of the tuning.
+fn refused_by_driver(knob: Knob, error: &std::io::Error) -> bool {
+    matches!(knob, Knob::Ring | Knob::Coalesce | Knob::Offloads)
+        && error.raw_os_error() == Some(libc::EOPNOTSUPP)
 }
 
 /// Writes every original value in the state file back, then removes the file. Returns what it
@@ -658,5 +677,21 @@ mod tests {
         ));
         assert!(!same_value(Path::new("/x/rps_cpus"), "1", "3"));
         assert!(!same_value(Path::new("/x/somaxconn"), "4096", "65535"));
+    }
+}
+
+#[cfg(test)]
+mod refused {
+    use super::*;
+
+    #[test]
+    fn only_a_nic_lever_the_driver_does_not_support_is_skipped() {
+        let eopnotsupp = std::io::Error::from_raw_os_error(libc::EOPNOTSUPP);
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        for k in [Knob::Ring, Knob::Coalesce, Knob::Offloads] {
+            assert!(refused_by_driver(k, &eopnotsupp), "{k:?}");
+            assert!(!refused_by_driver(k, &denied), "{k:?}");
+        }
+        assert!(!refused_by_driver(Knob::File, &eopnotsupp));
     }
 }
