@@ -6,7 +6,7 @@
 //! xtask test` installs it).
 mod common;
 
-use common::{http_get as get, lab, online_cpus, udp_burst};
+use common::{http_get as get, lab, online_cpus, udp_burst, wait_with_timeout};
 use rxsteer::netns::Netns;
 use serde::Deserialize;
 use std::{
@@ -140,17 +140,6 @@ fn eventually(ns: &Netns, promql: &str, ok: impl Fn(&[Series]) -> bool) -> Vec<S
             "{promql}: {seen:?}"
         );
         std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(start.elapsed() < limit, "did not stop within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -318,8 +307,8 @@ fn prometheus_scrapes_the_per_cpu_counters_where_the_receive_ran() {
     eventually(&lab.server, "rxsteer_steering_drifted_values", |r| {
         r.iter().any(|s| s.value.1 == "1")
     });
-    let _ = nix_term(&top);
-    assert!(wait(&mut top, Duration::from_secs(40)).success());
+    common::sigterm(&top);
+    assert!(wait_with_timeout(&mut top, Duration::from_secs(40)).success());
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     assert!(
@@ -333,15 +322,6 @@ fn prometheus_scrapes_the_per_cpu_counters_where_the_receive_ran() {
     );
     drop(server);
     assert_eq!(lab.server.xdp_attached(&lab.server_dev).unwrap(), None);
-}
-
-/// SIGTERM: attach's clean ending.
-fn nix_term(child: &Child) -> std::io::Result<()> {
-    // SAFETY: a plain kill(2) on our own child's pid.
-    match unsafe { libc::kill(child.id() as i32, libc::SIGTERM) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
 }
 
 #[test]
@@ -369,7 +349,7 @@ fn a_flood_of_idle_connections_never_stalls_sampling() {
         .lines()
         .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
         .collect();
-    assert!(wait(&mut top, Duration::from_secs(20)).success());
+    assert!(wait_with_timeout(&mut top, Duration::from_secs(20)).success());
     assert_eq!(lines.len(), 16);
     let mut at = 0.0;
     for l in &lines {

@@ -79,8 +79,7 @@ fn start(ns: &Netns, dev: &str, metrics: bool) -> Child {
 }
 
 fn stop(mut child: Child) {
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    common::sigterm(&child);
     assert!(child.wait().unwrap().success());
 }
 

@@ -3,7 +3,7 @@
 //! SIGINT, SIGKILL, a bad flag, an unusable interface) leaves nothing attached. Needs root.
 mod common;
 
-use common::{lab, online_cpus, udp_burst};
+use common::{lab, online_cpus, udp_burst, wait_with_timeout};
 use serde_json::Value;
 use std::{
     io::{BufRead, BufReader},
@@ -49,20 +49,6 @@ fn spawn_top(
     err.read_line(&mut line).unwrap();
     assert!(line.contains("observing"), "top did not start: {line}");
     (child, err, line)
-}
-
-fn wait_with_timeout(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "rxsteer did not stop within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -319,3 +319,24 @@ pub fn http_get(ns: &Netns, addr: &str, path: &str, accept: &str) -> (u16, Strin
     .unwrap()
     .unwrap()
 }
+
+/// Waits for `child` to exit, failing the test after `limit` (a timeout is not an exit).
+pub fn wait_with_timeout(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "it did not stop within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to `child`: the clean ending of every long-running rxsteer command.
+pub fn sigterm(child: &std::process::Child) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+}
