@@ -20,6 +20,7 @@ pub mod observe;
 pub mod ports;
 pub mod privilege;
 pub mod ready;
+pub mod refused;
 pub mod screenshot;
 pub mod signals;
 pub mod traffic;

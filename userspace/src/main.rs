@@ -19,12 +19,9 @@ fn main() {
             std::process::exit(141);
         }
         eprintln!("rxsteer: {e:#}");
-        // A flag whose value only the run could judge (--p99 under the unloaded p99): the
-        // status of a refused flag.
-        let bad_flag = e.chain().any(|c| {
-            c.is::<rxsteer::commands::compare::BoundBelowUnloaded>()
-                || c.is::<rxsteer::metrics::FlagRefused>()
-        });
+        // A flag whose value only the run or the system could judge (--p99 under the
+        // unloaded p99, a --metrics port in use): the status of a refused flag.
+        let bad_flag = e.chain().any(|c| c.is::<rxsteer::refused::FlagRefused>());
         std::process::exit(if bad_flag { 2 } else { 1 });
     }
 }

@@ -8,6 +8,7 @@
 //! thread hands connections to a bounded queue with two workers, each connection with short
 //! read and write timeouts, and the queue's overflow is closed at once. A scraper that never
 //! reads, or a flood of connections, costs those threads and never the sampling or steering.
+use crate::refused::FlagRefused;
 use anyhow::Result;
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet},
@@ -25,19 +26,6 @@ use std::{
     thread,
     time::Duration,
 };
-
-/// A refused flag whose value only the system could judge (a port in use): main exits 2 on it,
-/// as clap does on a value it can judge itself.
-#[derive(Debug)]
-pub struct FlagRefused(pub String);
-
-impl std::fmt::Display for FlagRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for FlagRefused {}
 
 /// `--metrics`'s value: `PORT` (loopback), `HOST:PORT` or `[V6]:PORT`.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {

@@ -21,7 +21,6 @@ mod witness;
 
 pub use args::CompareArgs;
 pub use arm::Arm;
-pub use search::BoundBelowUnloaded;
 pub use several::Several;
 pub use sites::Site;
 

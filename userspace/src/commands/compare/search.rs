@@ -4,6 +4,8 @@
 //! once (by its first load), and later loads start the climb at half the lowest knee found so
 //! far, so they spend their steps near the knee. The steps themselves run in `mod.rs`.
 use anyhow::Result;
+
+use crate::refused::FlagRefused;
 use std::collections::BTreeMap;
 
 use rxsteer_records::{
@@ -132,18 +134,6 @@ pub struct Plans {
     knees: BTreeMap<Proto, f64>,
 }
 
-/// A `--p99` below what the server does unloaded: nothing could be sustained under it.
-#[derive(Debug)]
-pub struct BoundBelowUnloaded(pub String);
-
-impl std::fmt::Display for BoundBelowUnloaded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BoundBelowUnloaded {}
-
 impl Plans {
     pub fn new(range: RateRange, asked_us: Option<u64>) -> Self {
         Self {
@@ -166,14 +156,15 @@ impl Plans {
         }
         let b = match self.asked_us {
             Some(asked) if asked <= unloaded_us => {
-                return Err(BoundBelowUnloaded(format!(
+                // A `--p99` below what the server does unloaded: nothing could be sustained under it.
+                return Err(FlagRefused(format!(
                     "--p99 {}: at or below the unloaded p99 of {} ({}, the first load), so no \
                      rate could be sustained under it; give a bound above it",
                     rxsteer_records::search::ms(asked),
                     proto.label(),
                     rxsteer_records::search::ms(unloaded_us)
                 ))
-                .into())
+                .into());
             }
             Some(asked) => (asked, BoundFrom::Flag),
             None if unloaded_us * UNLOADED_TIMES > FLOOR_US => {
@@ -286,7 +277,7 @@ mod tests {
         assert_eq!(p.start(Proto::Http), 30_000.0);
         let mut asked = Plans::new(RateRange::default(), Some(100));
         let e = asked.bound(Proto::Http, 180).unwrap_err();
-        assert!(e.is::<BoundBelowUnloaded>());
+        assert!(e.is::<FlagRefused>());
         assert!(
             e.to_string().starts_with("--p99 100 us: at or below"),
             "{e}"
