@@ -436,10 +436,11 @@ fn levers(e: &Evidence, target_cpu: usize) -> Vec<Check> {
             .to_string()
     };
     let max = e.d("levers-max").trim().to_string();
-    // Each lever: changed as asked, or skipped in one line that names it.
-    let ring = field(applied, "ring") == max || out.contains(" rings: the driver has no");
+    // Each lever: changed as asked, or skipped in one line that names it (the driver has no
+    // such setting, or reads it and refuses the write: virtio-net's coalescing).
+    let ring = field(applied, "ring") == max || out.contains(" rings: the driver ");
     let coalesce = field(applied, "coalesce").contains("rx-usecs:50")
-        || out.contains(" coalescing: the driver has no");
+        || out.contains(" coalescing: the driver ");
     let irq = field(applied, "irq").ends_with(&format!("={target_cpu}"));
     let (i0, i1) = e.d("levers-irq-counts").split_once('|').unwrap_or(("", ""));
     let counts = |s: &str| -> Vec<u64> {
