@@ -35,7 +35,9 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let watcher = {
         let done = done.clone();
         std::thread::spawn(move || {
-            let mut seen = Vec::new();
+            // The last look at each serve process: it starts as root and drops to nobody
+            // before it serves, so a look in that first instant is not what it runs as.
+            let mut seen = std::collections::BTreeMap::new();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 seen.extend(serve_processes());
                 std::thread::sleep(Duration::from_millis(50));
@@ -57,7 +59,7 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(!servers.is_empty(), "serve was seen running: {err}");
-    for (uid, cmdline) in &servers {
+    for (uid, cmdline) in servers.values() {
         assert_ne!(*uid, 0, "serve runs without root: {cmdline}");
         assert!(
             cmdline.contains(&format!("zap={}:9653", lab.server_ip))
@@ -84,7 +86,8 @@ fn local_loader_measures_on_the_interface_and_says_what_it_can_not_show() {
 }
 
 /// Every `rxsteer serve` running now: its real uid and its command line.
-fn serve_processes() -> Vec<(u32, String)> {
+/// Each running `rxsteer serve`: its pid, uid and command line.
+fn serve_processes() -> Vec<(u32, (u32, String))> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
@@ -101,8 +104,9 @@ fn serve_processes() -> Vec<(u32, String)> {
             .lines()
             .find_map(|l| l.strip_prefix("Uid:"))
             .and_then(|l| l.split_whitespace().next()?.parse().ok());
-        if let Some(uid) = uid {
-            out.push((uid, cmdline));
+        let pid = e.file_name().to_str().and_then(|p| p.parse().ok());
+        if let (Some(pid), Some(uid)) = (pid, uid) {
+            out.push((pid, (uid, cmdline)));
         }
     }
     out
