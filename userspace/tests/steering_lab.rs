@@ -490,8 +490,10 @@ fn every_exit_restores_the_host_and_modes_are_exclusive() {
     );
     let out = lab.server.command(RXSTEER).arg("restore").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
+    // Another test of this binary may hold the embedded lab at this instant; restore reports
+    // that owner's state as "left to it" on a line of its own, so look for ours by line.
     assert!(
-        out.status.success() && said.starts_with("restored "),
+        out.status.success() && said.lines().any(|l| l.starts_with("restored ")),
         "{said}"
     );
     assert_eq!(
