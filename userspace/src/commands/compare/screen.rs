@@ -238,8 +238,7 @@ fn draw(f: &mut Frame, shown: &Shown) {
     }
     let [maps, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    // Each arm observes at its own level; the screen does not know it, so no NET_RX line.
-    view::draw_heatmaps(f, maps, history, kinds, None);
+    view::draw_heatmaps(f, maps, history, kinds, view::WaitsTimed::FromSample);
     let [rps, p99, looks, table] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(6),
@@ -348,6 +347,9 @@ mod tests {
                 ..Default::default()
             });
         }
+        // An arm at the default level: NET_RX's runs were timed, its waits not.
+        s.cpus[1].net_rx_run_log2 =
+            rxsteer_records::log2::Log2Ns([vec![0; 11], vec![100]].concat());
         let history = VecDeque::from([s]);
         let live = [LiveLine {
             phase: rxsteer_records::Phase::Measure,
@@ -392,6 +394,7 @@ mod tests {
             "1.00x",
             "after 5: HTTP/1.1 RPS/RFS/XPS 1.04x (0.91-1.19",
             "note: 2 CPUs",
+            "p99 on cpu1: run < 5 us, wait not timed",
             "XDP skb mode: XDP runs after the RX core has built each packet's skb",
         ] {
             assert!(text.contains(want), "{want:?} missing");
