@@ -319,10 +319,10 @@ fn draw(f: &mut Frame, history: &VecDeque<Sample>, kinds: &CpuKinds, iface: &str
         Some(w) => {
             let [maps, table] =
                 Layout::horizontal([Constraint::Min(0), Constraint::Length(w)]).areas(body);
-            draw_heatmaps(f, maps, history, kinds, WaitsTimed::Known(how));
+            draw_heatmaps(f, maps, history, kinds);
             draw_table(f, table, history.back(), how);
         }
-        None => draw_heatmaps(f, body, history, kinds, WaitsTimed::Known(how)),
+        None => draw_heatmaps(f, body, history, kinds),
     }
 }
 
@@ -337,31 +337,15 @@ pub fn table_width(width: u16) -> Option<u16> {
     (width >= TABLE_WIDTH + MIN_MAPS_WIDTH).then_some(TABLE_WIDTH)
 }
 
-/// Whether NET_RX's waits were timed, for the NET_RX line ([`net_rx_tail`]).
-pub enum WaitsTimed<'a> {
-    /// The live view knows its level.
-    Known(&'a Observed),
-    /// The compare screen's arms each observe at their own level, which the screen does not
-    /// know: a sample whose NET_RX ran with no wait recorded was not timing waits (NET_RX is
-    /// raised before every run, so a timed sample always has waits).
-    FromSample,
-}
-
 /// The three heatmaps (NET_RX time, receive-kthread time, packets), stacked in `area`;
 /// NET_RX's bottom border gives its p99 run and wait ([`net_rx_tail`]).
-pub fn draw_heatmaps(
-    f: &mut Frame,
-    area: Rect,
-    history: &VecDeque<Sample>,
-    kinds: &CpuKinds,
-    waits: WaitsTimed,
-) {
+pub fn draw_heatmaps(f: &mut Frame, area: Rect, history: &VecDeque<Sample>, kinds: &CpuKinds) {
     let areas = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(area);
     let max_pps = history
         .iter()
         .flat_map(|s| s.cpus.iter().map(move |c| c.packets as f64 / s.interval_s))
         .fold(0.0, f64::max);
-    let tail = net_rx_tail(history.back(), waits);
+    let tail = net_rx_tail(history.back());
     for (i, (map, area)) in HEATMAPS.iter().zip(areas.iter()).enumerate() {
         let footer = tail.as_deref().filter(|_| i == 0);
         draw_heatmap(f, *area, map, history, kinds, max_pps, footer);
@@ -444,8 +428,11 @@ fn nic_lost(last: Option<&Sample>) -> String {
 
 /// NET_RX's p99 run length and wait on the CPU whose NET_RX ran most in the last interval,
 /// for the table's bottom border: why the tail is long, in one line. The wait says "not
-/// timed" below `--observe full`; nothing at all before any NET_RX ran.
-fn net_rx_tail(last: Option<&Sample>, waits: WaitsTimed) -> Option<String> {
+/// timed" below `--observe full`; nothing at all before any NET_RX ran. The sample itself
+/// says whether waits were timed: NET_RX is raised before every run, so a sample that ran
+/// NET_RX with no wait recorded was not timing them. That holds for the compare screen too,
+/// whose arms each observe at their own level.
+fn net_rx_tail(last: Option<&Sample>) -> Option<String> {
     let last = last?;
     let c = last
         .cpus
@@ -457,11 +444,7 @@ fn net_rx_tail(last: Option<&Sample>, waits: WaitsTimed) -> Option<String> {
             format!("< {}", rxsteer_records::search::ms(ns.div_ceil(1000)))
         })
     };
-    let timed = match waits {
-        WaitsTimed::Known(how) => how.level.times_net_rx_waits(),
-        WaitsTimed::FromSample => last.cpus.iter().any(|c| c.net_rx_wait_log2.count() > 0),
-    };
-    let wait = if timed {
+    let wait = if last.cpus.iter().any(|c| c.net_rx_wait_log2.count() > 0) {
         p99(&c.net_rx_wait_log2)
     } else {
         "not timed".into()
@@ -573,7 +556,7 @@ mod tests {
     }
 
     #[test]
-    fn the_compare_screen_reads_whether_waits_were_timed_from_the_sample() {
+    fn whether_waits_were_timed_is_read_from_the_sample() {
         use rxsteer_records::log2::Log2Ns;
         let mut s = Sample::default();
         s.cpus.push(CpuSample {
@@ -581,7 +564,7 @@ mod tests {
             net_rx_run_log2: Log2Ns([vec![0; 11], vec![100]].concat()),
             ..Default::default()
         });
-        let line = |s: &Sample| net_rx_tail(Some(s), WaitsTimed::FromSample);
+        let line = |s: &Sample| net_rx_tail(Some(s));
         assert_eq!(
             line(&s).as_deref(),
             Some("p99 on cpu3: run < 5 us, wait not timed"),

@@ -238,7 +238,7 @@ fn draw(f: &mut Frame, shown: &Shown) {
     }
     let [maps, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-    view::draw_heatmaps(f, maps, history, kinds, view::WaitsTimed::FromSample);
+    view::draw_heatmaps(f, maps, history, kinds);
     let [rps, p99, looks, table] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(6),
